@@ -1,0 +1,81 @@
+"""The small protocols a cluster and its nodes offer.
+
+Faults and workloads depend on these, not on the Docker implementation.
+Optional capabilities (things only some clusters can do) are separate
+protocols, checked with isinstance() on the runtime_checkable ones.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable, Protocol, runtime_checkable
+
+# Node roles.
+BROKER = "broker"            # broker only (isolated KRaft, or ZooKeeper mode)
+CONTROLLER = "controller"    # KRaft controller only
+COMBINED = "combined"        # KRaft broker+controller in one process
+ZOOKEEPER = "zookeeper"
+TOXIPROXY = "toxiproxy"
+
+BROKER_ROLES = (BROKER, COMBINED)
+CONTROLLER_ROLES = (CONTROLLER, COMBINED)
+
+
+@dataclass(frozen=True)
+class ExecResult:
+    exit_code: int
+    output: str
+
+
+@dataclass(frozen=True)
+class PartitionState:
+    topic: str
+    partition: int
+    leader: int | None          # broker id, None when offline
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@runtime_checkable
+class Node(Protocol):
+    name: str                   # container name, unique per cluster
+    role: str                   # one of the roles above
+    node_id: int | None         # Kafka broker/controller id, or ZooKeeper myid
+
+    @property
+    def ip(self) -> str: ...
+    def kill(self, signal: str = "SIGKILL") -> None: ...
+    def stop(self, timeout: float = 30) -> None: ...
+    def start(self) -> None: ...
+    def restart(self) -> None: ...
+    def pause(self) -> None: ...
+    def unpause(self) -> None: ...
+    def is_running(self) -> bool: ...
+    def exec(self, cmd: str | list[str], user: str = "root") -> ExecResult: ...
+    def logs(self) -> str: ...
+
+
+@runtime_checkable
+class Cluster(Protocol):
+    run_id: str
+
+    def start(self) -> "Cluster": ...
+    def stop(self) -> None: ...
+    def nodes(self, role: str | Iterable[str] | None = None) -> list[Node]: ...
+    def node(self, name_or_id: str | int) -> Node: ...
+    def brokers(self) -> list[Node]: ...
+    def bootstrap_servers(self) -> str: ...
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None) -> None: ...
+    def partitions(self, topic: str | None = None) -> list[PartitionState]: ...
+    def leader_of(self, topic: str, partition: int) -> Node | None: ...
+    def active_controller(self) -> Node | None: ...
+    def wait_healthy(self, timeout: float = 60) -> None: ...
+    def collect_logs(self, directory: str) -> list[str]: ...
+
+
+@runtime_checkable
+class Replaceable(Protocol):
+    """A cluster whose node containers can be re-created on another image
+    keeping their data (rolling upgrades)."""
+
+    def replace_node(self, node: Node, version: str) -> Node: ...

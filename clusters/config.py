@@ -1,0 +1,138 @@
+"""Renders each node's server.properties / zoo.cfg from a ClusterSpec.
+
+Node addresses inside the cluster network are the short network aliases
+(`kafka-1`, `broker-2`, `controller-1`, `zk-1`), which survive a container
+being re-created. The client listener advertises the container's IP
+(`@SELF_IP@`, filled in by the entrypoint) because the host reaches the
+brokers by IP; with toxiproxy it advertises the proxy's address instead.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusters.api import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
+from clusters.spec import KRAFT_COMBINED, KRAFT_ISOLATED, TOXIPROXY_ALL, TOXIPROXY_OFF, ClusterSpec
+
+CLIENT_PORT = 9092
+INTERNAL_PORT = 9093
+CONTROLLER_PORT = 9094
+METRICS_PORT = 7071
+ZK_CLIENT_PORT = 2181
+TOXIPROXY_API_PORT = 8474
+TOXI_CLIENT_BASE = 19000       # toxiproxy listens on 19000+broker_id for clients
+TOXI_INTERNAL_BASE = 29000     # … and 29000+broker_id for replication
+TOXIPROXY_ALIAS = "toxiproxy"
+LOG_DIR = "/var/lib/kafka/data"
+ZK_DATA_DIR = "/var/lib/zookeeper"
+
+
+@dataclass(frozen=True)
+class NodePlan:
+    alias: str           # network alias and node name
+    role: str
+    node_id: int
+    config: str          # server.properties or zoo.cfg text
+
+
+def _alias(role: str, node_id: int) -> str:
+    return {COMBINED: f"kafka-{node_id}", BROKER: f"broker-{node_id}",
+            CONTROLLER: f"controller-{node_id - 1000}", ZOOKEEPER: f"zk-{node_id}"}[role]
+
+
+def _defaults(spec: ClusterSpec) -> dict[str, str]:
+    """Harness defaults, chosen for small fast test clusters; users override any of them."""
+    rf = str(min(3, spec.brokers))
+    return {
+        "offsets.topic.replication.factor": rf,
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": str(min(2, spec.brokers)),
+        "default.replication.factor": rf,
+        "auto.create.topics.enable": "false",
+        "group.initial.rebalance.delay.ms": "0",
+        "unclean.leader.election.enable": "false",
+        "num.partitions": "1",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+        "offsets.topic.num.partitions": "10",
+        "num.network.threads": "2",
+        "num.io.threads": "4",
+        "num.replica.fetchers": "1",
+        "background.threads": "4",
+    }
+
+
+def _props_text(props: dict[str, str]) -> str:
+    return "\n".join(f"{k}={v}" for k, v in props.items()) + "\n"
+
+
+def listener_addresses(spec: ClusterSpec, broker_id: int, alias: str) -> tuple[str, str]:
+    """(client advertised address, internal advertised address) for one broker."""
+    if spec.toxiproxy == TOXIPROXY_OFF:
+        client = f"@SELF_IP@:{CLIENT_PORT}"
+    else:
+        client = f"@TOXIPROXY_IP@:{TOXI_CLIENT_BASE + broker_id}"
+    if spec.toxiproxy == TOXIPROXY_ALL:
+        internal = f"{TOXIPROXY_ALIAS}:{TOXI_INTERNAL_BASE + broker_id}"
+    else:
+        internal = f"{alias}:{INTERNAL_PORT}"
+    return client, internal
+
+
+def plan_nodes(spec: ClusterSpec) -> list[NodePlan]:
+    """Every node of the cluster, in start order (ZooKeeper/controllers first)."""
+    plans: list[NodePlan] = []
+    voters = ",".join(f"{i}@{_alias(COMBINED if spec.mode == KRAFT_COMBINED else CONTROLLER, i)}"
+                      f":{CONTROLLER_PORT}" for i in spec.controller_ids())
+    if spec.mode == ZOOKEEPER:
+        for i in range(1, spec.zookeepers + 1):
+            lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={ZK_DATA_DIR}",
+                     f"clientPort={ZK_CLIENT_PORT}", "4lw.commands.whitelist=*",
+                     "maxClientCnxns=0", "admin.enableServer=false"]
+            if spec.zookeepers > 1:
+                lines += [f"server.{j}={_alias(ZOOKEEPER, j)}:2888:3888"
+                          for j in range(1, spec.zookeepers + 1)]
+                lines.append("quorumListenOnAllIPs=true")
+            plans.append(NodePlan(_alias(ZOOKEEPER, i), ZOOKEEPER, i, "\n".join(lines) + "\n"))
+    if spec.mode == KRAFT_ISOLATED:
+        for cid in spec.controller_ids():
+            props = {
+                "process.roles": "controller", "node.id": str(cid),
+                "controller.quorum.voters": voters,
+                "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+                "controller.listener.names": "CONTROLLER",
+                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+                "log.dirs": LOG_DIR,
+            }
+            # Controllers take the cluster-wide overrides too (quorum timeouts live there).
+            props.update({k: v for k, v in spec.config})
+            plans.append(NodePlan(_alias(CONTROLLER, cid), CONTROLLER, cid, _props_text(props)))
+    role = COMBINED if spec.mode == KRAFT_COMBINED else BROKER
+    zk_connect = ",".join(f"{_alias(ZOOKEEPER, j)}:{ZK_CLIENT_PORT}"
+                          for j in range(1, spec.zookeepers + 1))
+    for bid in spec.broker_ids():
+        alias = _alias(role, bid)
+        client_addr, internal_addr = listener_addresses(spec, bid, alias)
+        listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"INTERNAL://0.0.0.0:{INTERNAL_PORT}"]
+        protocols = ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
+        props: dict[str, str] = {}
+        if spec.is_kraft:
+            props["process.roles"] = "broker,controller" if role == COMBINED else "broker"
+            props["node.id"] = str(bid)
+            props["controller.quorum.voters"] = voters
+            props["controller.listener.names"] = "CONTROLLER"
+            protocols.append("CONTROLLER:PLAINTEXT")
+            if role == COMBINED:
+                listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+        else:
+            props["broker.id"] = str(bid)
+            props["zookeeper.connect"] = zk_connect
+        props.update({
+            "listeners": ",".join(listeners),
+            "advertised.listeners": f"CLIENT://{client_addr},INTERNAL://{internal_addr}",
+            "listener.security.protocol.map": ",".join(protocols),
+            "inter.broker.listener.name": "INTERNAL",
+            "log.dirs": LOG_DIR,
+        })
+        props.update(_defaults(spec))
+        props.update(spec.props_for(bid))
+        plans.append(NodePlan(alias, role, bid, _props_text(props)))
+    return plans

@@ -1,0 +1,305 @@
+"""DockerCluster: a real Kafka cluster in Docker containers on its own internal network.
+
+    with DockerCluster(ClusterSpec.kraft_combined("3.9")) as cluster:
+        cluster.create_topic("t", partitions=6, replication_factor=3,
+                             configs={"min.insync.replicas": "2"})
+        producer = Producer({"bootstrap.servers": cluster.bootstrap_servers()})
+
+Lifecycle: `start()` checks the spec and images, creates the network, the
+log-dir mounts and the containers (ZooKeeper/controllers first), then waits
+until healthy. Any failure on the way tears down what was made. `stop()`
+removes every container and network labelled with the run id (including ones
+that faults and workloads added), then the mounts; each step runs even if an
+earlier one failed.
+"""
+from __future__ import annotations
+
+import logging
+import os
+import time
+from pathlib import Path
+from typing import Iterable
+
+os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
+
+from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
+from testcontainers.core.container import DockerContainer  # noqa: E402
+from testcontainers.core.network import Network  # noqa: E402
+
+from clusters import cleanup, storage  # noqa: E402
+from clusters.api import (BROKER_ROLES, CONTROLLER, CONTROLLER_ROLES, PartitionState,  # noqa: E402
+                          TOXIPROXY, ZOOKEEPER)
+from clusters.config import (CLIENT_PORT, LOG_DIR, METRICS_PORT, TOXI_CLIENT_BASE,  # noqa: E402
+                             TOXIPROXY_ALIAS, ZK_DATA_DIR, NodePlan, plan_nodes)
+from clusters.docker_env import docker_client  # noqa: E402
+from clusters.images import ensure_images  # noqa: E402
+from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
+from clusters.metrics import scrape  # noqa: E402
+from clusters.node import DockerNode  # noqa: E402
+from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
+from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
+from harness.errors import HarnessError  # noqa: E402
+
+log = logging.getLogger(__name__)
+
+
+class ClusterUnhealthy(HarnessError):
+    pass
+
+
+class DockerCluster:
+    def __init__(self, spec: ClusterSpec, run_id: str | None = None):
+        self.spec = spec
+        self.run_id = run_id or new_run_id()
+        self.name = f"kh-{self.run_id}-{spec.name}"
+        self._network: Network | None = None
+        self._nodes: list[DockerNode] = []
+        self._toxiproxy: DockerNode | None = None
+        self.toxiproxy: ToxiproxyWiring | None = None
+        self._admin: AdminClient | None = None
+        self._cluster_id = _kraft_cluster_id() if spec.is_kraft else None
+        self.image = ""
+        self.started_at: float | None = None
+
+    # ---- lifecycle -------------------------------------------------------------------
+    def __enter__(self) -> "DockerCluster":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, timeout: float = 180) -> "DockerCluster":
+        """Bring every node up and wait until healthy; tear down on any failure."""
+        tags = ensure_images([self.spec.kafka.version], toxiproxy=self.spec.toxiproxy != TOXIPROXY_OFF)
+        self.image = tags[f"kafka-{self.spec.kafka.version}"]
+        cleanup.register(self)
+        self.started_at = time.monotonic()
+        try:
+            self._network = Network(docker_network_kw={
+                "internal": True, "labels": run_labels(self.run_id, cluster=self.spec.name),
+                "driver": "bridge"})
+            self._network.name = self.name
+            self._network.create()
+            if self.spec.toxiproxy != TOXIPROXY_OFF:
+                self._start_toxiproxy(tags["toxiproxy"])
+            for plan in plan_nodes(self.spec):
+                self._nodes.append(self._start_node(plan))
+            self.wait_healthy(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def _container(self, image: str, alias: str, role: str, node_id: int | None,
+                   env: dict[str, str], mounts: dict[str, str], mem_mb: int) -> DockerNode:
+        container = DockerContainer(
+            image, name=f"{self.name}-{alias}", network=self._network, network_aliases=[alias],
+            env=env, init=True, cap_add=["NET_ADMIN"], mem_limit=f"{mem_mb}m",
+            hostname=alias,
+            labels=run_labels(self.run_id, role=role, cluster=self.spec.name, node=alias))
+        for host_path, container_path in mounts.items():
+            container.with_volume_mapping(host_path, container_path, "rw")
+        container.start()
+        return DockerNode(alias, role, node_id, container, self.name, image)
+
+    def _start_node(self, plan: NodePlan) -> DockerNode:
+        size = max(64, self.spec.log_dir_size_mb // 4) if plan.role == ZOOKEEPER \
+            else self.spec.log_dir_size_mb
+        data = storage.mount_tmpfs(self.run_id, plan.alias, size)
+        config = plan.config
+        if self._toxiproxy is not None:
+            config = config.replace("@TOXIPROXY_IP@", self._toxiproxy.ip)
+        env = {"ROLE": "zookeeper" if plan.role == ZOOKEEPER else "kafka",
+               "NODE_ID": str(plan.node_id), "NODE_CONFIG": config,
+               "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
+        if self._cluster_id:
+            env["CLUSTER_ID"] = self._cluster_id
+        target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
+        heap = int(env["HEAP_MB"])
+        return self._container(self.image, plan.alias, plan.role, plan.node_id, env,
+                               {str(data): target}, mem_mb=heap + 512)
+
+    def _start_toxiproxy(self, image: str) -> None:
+        self._toxiproxy = self._container(image, TOXIPROXY_ALIAS, TOXIPROXY, None, {}, {}, 256)
+        self.toxiproxy = ToxiproxyWiring(self._toxiproxy.ip)
+        self.toxiproxy.wait_ready()
+        self.toxiproxy.create_broker_proxies(self.spec)
+
+    def stop(self) -> None:
+        """Remove every container, the network and the mounts of this run. Idempotent."""
+        errors: list[str] = []
+        if self._admin is not None:
+            self._admin = None
+        try:
+            client = docker_client()
+            for c in client.containers.list(all=True, filters={"label": f"{RUN_ID}={self.run_id}"}):
+                try:
+                    c.remove(force=True, v=True)
+                except Exception as e:  # keep going: every other finalizer must still run
+                    errors.append(f"container {c.name}: {e}")
+            for n in client.networks.list(filters={"label": f"{RUN_ID}={self.run_id}"}):
+                try:
+                    n.remove()
+                except Exception as e:
+                    errors.append(f"network {n.name}: {e}")
+        except Exception as e:
+            errors.append(f"docker: {e}")
+        try:
+            storage.unmount_run(self.run_id)
+        except Exception as e:
+            errors.append(f"mounts: {e}")
+        self._nodes = []
+        self._toxiproxy = None
+        cleanup.unregister(self)
+        if errors:
+            log.warning("cluster %s teardown had errors: %s", self.name, "; ".join(errors))
+
+    # ---- nodes --------------------------------------------------------------------------
+    def nodes(self, role: str | Iterable[str] | None = None) -> list[DockerNode]:
+        if role is None:
+            return list(self._nodes)
+        roles = {role} if isinstance(role, str) else set(role)
+        return [n for n in self._nodes if n.role in roles]
+
+    def brokers(self) -> list[DockerNode]:
+        return self.nodes(BROKER_ROLES)
+
+    def controllers(self) -> list[DockerNode]:
+        """KRaft controller-capable nodes, or every broker in ZooKeeper mode."""
+        return self.nodes(CONTROLLER_ROLES) if self.spec.is_kraft else self.brokers()
+
+    def node(self, name_or_id: str | int) -> DockerNode:
+        for n in self._nodes:
+            if n.name == name_or_id or (isinstance(name_or_id, int) and n.node_id == name_or_id
+                                        and n.role != ZOOKEEPER):
+                return n
+        raise KeyError(f"no node {name_or_id!r} in {self.name}")
+
+    def broker(self, broker_id: int) -> DockerNode:
+        for n in self.brokers():
+            if n.node_id == broker_id:
+                return n
+        raise KeyError(f"no broker {broker_id} in {self.name}")
+
+    @property
+    def network_name(self) -> str:
+        return self.name
+
+    # ---- client side ----------------------------------------------------------------------
+    def bootstrap_servers(self) -> str:
+        if self._toxiproxy is not None:
+            return ",".join(f"{self._toxiproxy.ip}:{TOXI_CLIENT_BASE + n.node_id}"
+                            for n in self.brokers())
+        return ",".join(f"{n.ip}:{CLIENT_PORT}" for n in self.brokers())
+
+    def admin(self) -> AdminClient:
+        if self._admin is None:
+            self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
+                                       "socket.timeout.ms": 5000, "request.timeout.ms": 5000,
+                                       "metadata.max.age.ms": 500,
+                                       # Connection errors while nodes start or are faulted are
+                                       # expected; the harness reports state, not client noise.
+                                       "log_level": 0})
+        return self._admin
+
+    def create_topic(self, name: str, partitions: int, replication_factor: int,
+                     configs: dict[str, str] | None = None, timeout: float = 60) -> None:
+        validate_topic(self.spec, name, partitions, replication_factor, configs)
+        futures = self.admin().create_topics(
+            [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
+            request_timeout=timeout)
+        try:
+            futures[name].result(timeout=timeout)
+        except Exception as e:
+            raise HarnessError(f"creating topic {name!r} failed: {e}") from None
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            parts = self.partitions(name)
+            if len(parts) == partitions and all(p.leader is not None and
+                                                len(p.isr) == replication_factor for p in parts):
+                return
+            time.sleep(0.2)
+        raise ClusterUnhealthy(f"topic {name!r} has no leader / full ISR after {timeout:.0f} s")
+
+    def partitions(self, topic: str | None = None, timeout: float = 5) -> list[PartitionState]:
+        md = self.admin().list_topics(topic=topic, timeout=timeout)
+        out = []
+        for t in md.topics.values():
+            if t.error is not None and topic is not None:
+                continue
+            for p in t.partitions.values():
+                out.append(PartitionState(t.topic, p.id, p.leader if p.leader >= 0 else None,
+                                          tuple(p.replicas), tuple(p.isrs)))
+        return sorted(out, key=lambda s: (s.topic, s.partition))
+
+    def registered_brokers(self, timeout: float = 5) -> set[int]:
+        return set(self.admin().list_topics(timeout=timeout).brokers)
+
+    def leader_of(self, topic: str, partition: int) -> DockerNode | None:
+        for p in self.partitions(topic):
+            if p.partition == partition:
+                return self.broker(p.leader) if p.leader is not None else None
+        raise KeyError(f"no partition {topic}-{partition}")
+
+    def active_controller(self) -> DockerNode | None:
+        """The KRaft quorum leader or the ZooKeeper-mode controller, from each
+        node's ActiveControllerCount; None while there is none (or, briefly, two)."""
+        active = [n for n in self.controllers()
+                  if scrape(n.ip, METRICS_PORT).get(
+                      "kafka_controller_kafkacontroller_activecontrollercount", 0) >= 1]
+        return active[0] if len(active) == 1 else None
+
+    def quorum_leader(self) -> DockerNode | None:
+        return self.active_controller() if self.spec.is_kraft else None
+
+    def metrics(self, node: DockerNode) -> dict[str, float]:
+        return scrape(node.ip, METRICS_PORT)
+
+    def wait_healthy(self, timeout: float = 60) -> None:
+        """All brokers registered, a controller active, every partition led with full ISR."""
+        deadline = time.monotonic() + timeout
+        want = {n.node_id for n in self.brokers()}
+        reason = "not checked yet"
+        while time.monotonic() < deadline:
+            reason = self._unhealthy_reason(want)
+            if reason is None:
+                return
+            for n in self._nodes:
+                if n.status() in ("exited", "dead"):
+                    raise ClusterUnhealthy(f"{n.name} exited while waiting for the cluster:\n"
+                                           + "\n".join(n.logs().splitlines()[-30:]))
+            time.sleep(0.25)
+        raise ClusterUnhealthy(f"{self.name} not healthy after {timeout:.0f} s: {reason}")
+
+    def _unhealthy_reason(self, want: set[int]) -> str | None:
+        try:
+            have = self.registered_brokers(timeout=2)
+            if not want <= have:
+                return f"brokers registered {sorted(have)}, want {sorted(want)}"
+            if self.active_controller() is None:
+                return "no single active controller"
+            for p in self.partitions(timeout=2):
+                if p.leader is None or set(p.isr) != set(p.replicas):
+                    return f"{p.topic}-{p.partition} leader={p.leader} isr={p.isr} replicas={p.replicas}"
+        except Exception as e:  # brokers still starting: keep waiting
+            return f"{type(e).__name__}: {e}"
+        return None
+
+    def collect_logs(self, directory: str | os.PathLike) -> list[str]:
+        out = Path(directory)
+        out.mkdir(parents=True, exist_ok=True)
+        written = []
+        for n in self._nodes + ([self._toxiproxy] if self._toxiproxy else []):
+            try:
+                path = out / f"{n.name}.log"
+                path.write_text(n.logs())
+                written.append(str(path))
+            except Exception as e:
+                log.warning("could not collect logs of %s: %s", n.name, e)
+        return written
+
+
+def _kraft_cluster_id() -> str:
+    import base64
+    import uuid
+    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")

@@ -1,0 +1,285 @@
+"""Local image builds: base JRE image, one Kafka image per version, toxiproxy.
+
+Nothing is pulled. The base is a debootstrapped Debian bookworm imported with
+`docker import` (or, where a registry answers, `HARNESS_BASE_IMAGE=<image>` to
+build on a pullable one). Kafka jars come from Maven Central through a small
+pom per version; the toxiproxy server is built with `go install`.
+
+Each image is tagged with a content hash of its inputs, so `ensure_*` is cheap
+when nothing changed and rebuilds automatically when an input did. A file lock
+keeps two processes (pytest-xdist workers) from building the same image twice.
+"""
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from clusters.docker_env import docker_client
+from clusters.versions import (JMX_EXPORTER_VERSION, TOXIPROXY_MODULE, TOXIPROXY_VERSION,
+                               KafkaVersion, all_versions, resolve_version)
+from harness.errors import HarnessError
+
+FILES = Path(__file__).parent / "image_files"
+DEBIAN_SUITE = "bookworm"
+BASE_PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2", "procps")
+IMAGE_LABEL = "harness.image"
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "kafka-harness"))
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+def progress(msg: str) -> None:
+    print(f"[images {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+def _hash(*parts: str | bytes) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p if isinstance(p, bytes) else p.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:12]
+
+
+def _file(name: str) -> bytes:
+    return (FILES / name).read_bytes()
+
+
+# ---- tags (pure: computing them never touches Docker) --------------------------
+
+def base_image_tag() -> str:
+    pullable = os.environ.get("HARNESS_BASE_IMAGE", "")
+    return "harness-base:" + _hash("base", DEBIAN_SUITE, *BASE_PACKAGES, pullable)
+
+
+def kafka_image_tag(version: str | KafkaVersion) -> str:
+    kv = version if isinstance(version, KafkaVersion) else resolve_version(version)
+    files = [_file(n) for n in ("Dockerfile.kafka", "entrypoint.sh", "jmx.yaml",
+                                "log4j.properties", "log4j2.yaml", "kafka-pom.xml")]
+    return f"harness-kafka:{kv.version}-" + _hash(base_image_tag(), kv.version, *kv.extra_jars,
+                                                  JMX_EXPORTER_VERSION, *files)
+
+
+def toxiproxy_image_tag() -> str:
+    return "harness-toxiproxy:" + _hash(base_image_tag(), TOXIPROXY_VERSION,
+                                        _file("Dockerfile.toxiproxy"))
+
+
+# ---- helpers ----------------------------------------------------------------------
+
+@contextlib.contextmanager
+def _build_lock() -> Iterator[None]:
+    with open(cache_dir() / "build.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _image_exists(tag: str) -> bool:
+    import docker.errors
+    try:
+        docker_client().images.get(tag)
+        return True
+    except docker.errors.ImageNotFound:
+        return False
+
+
+def _run(cmd: list[str], what: str, **kw) -> None:
+    progress(f"{what}: {' '.join(cmd[:4])} …")
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, **kw)
+    if r.returncode != 0:
+        tail = "\n".join(r.stdout.splitlines()[-25:])
+        raise HarnessError(f"{what} failed (exit {r.returncode}):\n{tail}")
+
+
+def _docker_build(context: Path, tag: str, kind: str, content_hash: str) -> None:
+    client = docker_client()
+    started = time.monotonic()
+    for chunk in client.api.build(path=str(context), tag=tag, rm=True, forcerm=True,
+                                  decode=True, labels={IMAGE_LABEL: kind,
+                                                       "harness.content-hash": content_hash}):
+        if "error" in chunk:
+            raise HarnessError(f"docker build of {tag} failed: {chunk['error'].strip()}")
+        line = chunk.get("stream", "").strip()
+        if line.startswith("Step "):
+            progress(f"{tag}: {line}")
+    progress(f"built {tag} in {time.monotonic() - started:.0f} s")
+
+
+def _render_dockerfile(name: str, **values: str) -> str:
+    text = _file(name).decode()
+    for k, v in values.items():
+        text = text.replace("{" + k + "}", v)
+    return text
+
+
+# ---- base -------------------------------------------------------------------------
+
+def ensure_base_image(force: bool = False) -> str:
+    tag = base_image_tag()
+    if not force and _image_exists(tag):
+        return tag
+    pullable = os.environ.get("HARNESS_BASE_IMAGE")
+    if pullable:
+        with tempfile.TemporaryDirectory() as ctx:
+            Path(ctx, "Dockerfile").write_text(
+                f"FROM {pullable}\nRUN apt-get update && DEBIAN_FRONTEND=noninteractive "
+                f"apt-get install -y --no-install-recommends {' '.join(BASE_PACKAGES)} "
+                "&& rm -rf /var/lib/apt/lists/*\n")
+            _docker_build(Path(ctx), tag, "base", tag.split(":")[1])
+        return tag
+    if shutil.which("debootstrap") is None:
+        raise HarnessError("debootstrap is not installed (fix: apt-get install -y debootstrap, "
+                           "or run the README's set-up command)")
+    if os.geteuid() != 0:
+        raise HarnessError("building the base image needs root for debootstrap "
+                           "(fix: run `harness images build` as root once)")
+    rootfs = cache_dir() / "rootfs-build"
+    shutil.rmtree(rootfs, ignore_errors=True)
+    try:
+        progress(f"debootstrap {DEBIAN_SUITE} with {', '.join(BASE_PACKAGES)} (about a minute)")
+        _run(["debootstrap", "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+              DEBIAN_SUITE, str(rootfs)], "debootstrap")
+        # Drop the apt caches: they only make the image bigger.
+        for sub in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for p in (rootfs / sub).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        progress(f"importing {tag}")
+        tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
+        imp = subprocess.run(
+            ["docker", "import",
+             "--change", "ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+             "--change", "ENV LANG=C.UTF-8",
+             "--change", f"LABEL {IMAGE_LABEL}=base",
+             "--change", 'CMD ["/bin/bash"]', "-", tag],
+            stdin=tar.stdout, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        tar.wait()
+        if imp.returncode != 0 or tar.returncode != 0:
+            raise HarnessError(f"docker import of the base image failed: {imp.stdout.strip()}")
+    finally:
+        shutil.rmtree(rootfs, ignore_errors=True)
+    return tag
+
+
+# ---- Kafka --------------------------------------------------------------------------
+
+def kafka_jars(kv: KafkaVersion) -> Path:
+    """The runtime jars of one Kafka version, resolved by Maven (cached)."""
+    out = cache_dir() / "jars" / kv.version
+    done = out / ".complete"
+    if done.exists():
+        return out / "libs"
+    if shutil.which("mvn") is None:
+        raise HarnessError("Maven is not installed (fix: apt-get install -y maven)")
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    extra = "\n".join(
+        "    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>"
+        "</dependency>".format(*coord.split(":")) for coord in kv.extra_jars)
+    pom = (_file("kafka-pom.xml").decode().replace("@VERSION@", kv.version)
+           .replace("@JMX_EXPORTER@", JMX_EXPORTER_VERSION).replace("@EXTRA@", extra))
+    (out / "pom.xml").write_text(pom)
+    _run(["mvn", "-q", "-B", "-f", str(out / "pom.xml"), "dependency:copy-dependencies",
+          f"-DoutputDirectory={out / 'libs'}", "-DincludeScope=runtime"],
+         f"Maven: Kafka {kv.version} jars")
+    done.touch()
+    return out / "libs"
+
+
+def ensure_kafka_image(version: str | KafkaVersion, force: bool = False) -> str:
+    kv = version if isinstance(version, KafkaVersion) else resolve_version(version)
+    tag = kafka_image_tag(kv)
+    if not force and _image_exists(tag):
+        return tag
+    base = ensure_base_image()
+    libs = kafka_jars(kv)
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as ctx_dir:
+        ctx = Path(ctx_dir)
+        (ctx / "libs").mkdir()
+        for jar in libs.glob("*.jar"):
+            target = ctx / ("jmx_prometheus_javaagent.jar" if jar.name.startswith(
+                "jmx_prometheus_javaagent") else f"libs/{jar.name}")
+            os.link(jar, target)
+        for name in ("entrypoint.sh", "jmx.yaml", "log4j.properties", "log4j2.yaml"):
+            shutil.copy(FILES / name, ctx / name)
+        h = tag.rsplit("-", 1)[1]
+        labels = (f'LABEL {IMAGE_LABEL}="kafka" harness.kafka-version="{kv.version}" '
+                  f'harness.content-hash="{h}"')
+        (ctx / "Dockerfile").write_text(_render_dockerfile(
+            "Dockerfile.kafka", base=base, version=kv.version, labels=labels))
+        progress(f"building {tag}")
+        _docker_build(ctx, tag, "kafka", h)
+    return tag
+
+
+# ---- toxiproxy ----------------------------------------------------------------------
+
+def toxiproxy_binary() -> Path:
+    out = cache_dir() / "toxiproxy" / TOXIPROXY_VERSION
+    binary = out / "toxiproxy-server"
+    if binary.exists():
+        return binary
+    if shutil.which("go") is None:
+        raise HarnessError("Go is not installed; it builds the toxiproxy server "
+                           "(fix: apt-get install -y golang, or install Go from go.dev)")
+    out.mkdir(parents=True, exist_ok=True)
+    gobin = out / "bin"
+    env = {**os.environ, "GOBIN": str(gobin), "CGO_ENABLED": "0"}
+    _run(["go", "install", f"{TOXIPROXY_MODULE}/cmd/server@{TOXIPROXY_VERSION}"],
+         "go install toxiproxy server", env=env)
+    (gobin / "server").rename(binary)
+    return binary
+
+
+def ensure_toxiproxy_image(force: bool = False) -> str:
+    tag = toxiproxy_image_tag()
+    if not force and _image_exists(tag):
+        return tag
+    base = ensure_base_image()
+    binary = toxiproxy_binary()
+    with tempfile.TemporaryDirectory(dir=cache_dir()) as ctx_dir:
+        ctx = Path(ctx_dir)
+        shutil.copy(binary, ctx / "toxiproxy-server")
+        h = tag.split(":")[1]
+        labels = f'LABEL {IMAGE_LABEL}="toxiproxy" harness.content-hash="{h}"'
+        (ctx / "Dockerfile").write_text(_render_dockerfile("Dockerfile.toxiproxy",
+                                                           base=base, labels=labels))
+        _docker_build(ctx, tag, "toxiproxy", h)
+    return tag
+
+
+# ---- entry points ---------------------------------------------------------------------
+
+def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
+                  force: bool = False) -> dict[str, str]:
+    """Build what is missing (under a lock); return {what: tag}."""
+    with _build_lock():
+        tags = {"base": ensure_base_image(force=force)}
+        for v in versions or [kv.version for kv in all_versions()]:
+            tags[f"kafka-{resolve_version(v).version}"] = ensure_kafka_image(v, force=force)
+        if toxiproxy:
+            tags["toxiproxy"] = ensure_toxiproxy_image(force=force)
+    return tags
+
+
+def build_all(force: bool = False, versions: list[str] | None = None) -> dict[str, str]:
+    started = time.monotonic()
+    tags = ensure_images(versions, toxiproxy=True, force=force)
+    for what, tag in tags.items():
+        print(f"{what:>16}  {tag}")
+    progress(f"all images ready in {time.monotonic() - started:.0f} s")
+    return tags

@@ -1,0 +1,262 @@
+"""ClusterSpec: what cluster to build, as data, validated before anything starts.
+
+Build one with the fluent constructors:
+
+    ClusterSpec.kraft_combined("3.9").with_config(**{"min.insync.replicas": "2"})
+    ClusterSpec.kraft_isolated("4", brokers=3, controllers=1)
+    ClusterSpec.zookeeper("3.9", brokers=3, zookeepers=1).with_broker_config(1, {"log.retention.ms": "-1"})
+
+Every constructor returns a validated, frozen spec; an impossible spec raises
+SpecError naming the field and the fix.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Mapping
+
+from clusters.versions import DEFAULT_VERSION, KafkaVersion, resolve_version
+from harness.errors import SpecError
+
+KRAFT_COMBINED = "kraft-combined"
+KRAFT_ISOLATED = "kraft-isolated"
+ZOOKEEPER = "zookeeper"
+MODES = (KRAFT_COMBINED, KRAFT_ISOLATED, ZOOKEEPER)
+
+TOXIPROXY_OFF = "off"
+TOXIPROXY_CLIENT = "client"            # client listener advertised through toxiproxy
+TOXIPROXY_ALL = "client+replication"   # and the inter-broker listener too
+TOXIPROXY_MODES = (TOXIPROXY_OFF, TOXIPROXY_CLIENT, TOXIPROXY_ALL)
+
+MAX_BROKERS = 5
+
+
+def _as_props(values: Mapping[str, Any], field_name: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for k, v in values.items():
+        if not isinstance(k, str) or not k or any(c in k for c in "\n= "):
+            raise SpecError(field_name, f"invalid server.properties key {k!r}",
+                            "use a plain key such as 'min.insync.replicas'")
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        out.append((k, str(v)))
+    return tuple(sorted(out))
+
+
+def _int_prop(props: Mapping[str, str], key: str, field_name: str) -> int | None:
+    if key not in props:
+        return None
+    try:
+        return int(props[key])
+    except ValueError:
+        raise SpecError(f"{field_name}.{key}", f"{props[key]!r} is not an integer",
+                        f"set {key} to a whole number") from None
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    mode: str = KRAFT_COMBINED
+    version: str = DEFAULT_VERSION
+    brokers: int = 3                 # combined mode: number of broker+controller nodes
+    controllers: int = 1             # isolated mode only
+    zookeepers: int = 1              # ZooKeeper mode only
+    name: str = "kafka"
+    config: tuple[tuple[str, str], ...] = ()                 # every broker
+    broker_config: tuple[tuple[int, tuple[tuple[str, str], ...]], ...] = ()  # by broker id
+    heap_mb: int = 512
+    log_dir_size_mb: int = 512
+    toxiproxy: str = TOXIPROXY_OFF
+    labels: tuple[tuple[str, str], ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    # ---- fluent constructors -------------------------------------------------
+    @classmethod
+    def kraft_combined(cls, version: str = DEFAULT_VERSION, nodes: int = 3) -> "ClusterSpec":
+        return cls(mode=KRAFT_COMBINED, version=version, brokers=nodes)
+
+    @classmethod
+    def kraft_isolated(cls, version: str = DEFAULT_VERSION, brokers: int = 3,
+                       controllers: int = 1) -> "ClusterSpec":
+        return cls(mode=KRAFT_ISOLATED, version=version, brokers=brokers, controllers=controllers)
+
+    @classmethod
+    def zookeeper(cls, version: str = "3.9", brokers: int = 3, zookeepers: int = 1) -> "ClusterSpec":
+        return cls(mode=ZOOKEEPER, version=version, brokers=brokers, zookeepers=zookeepers)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> "ClusterSpec":
+        """From a scenario's `cluster:` mapping (YAML). Unknown keys are refused."""
+        if not isinstance(data, Mapping):
+            raise SpecError("cluster", "must be a mapping", "write `cluster:` as key: value pairs")
+        known = {f for f in cls.__dataclass_fields__}
+        unknown = set(data) - known
+        if unknown:
+            raise SpecError(f"cluster.{sorted(unknown)[0]}", "unknown field",
+                            f"use one of {sorted(known)}")
+        kw = dict(data)
+        if "config" in kw:
+            kw["config"] = _as_props(kw["config"] or {}, "cluster.config")
+        if "broker_config" in kw:
+            kw["broker_config"] = tuple(sorted(
+                (int(b), _as_props(p or {}, f"cluster.broker_config.{b}"))
+                for b, p in (kw["broker_config"] or {}).items()))
+        if "labels" in kw:
+            kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
+        for key in ("brokers", "controllers", "zookeepers", "heap_mb", "log_dir_size_mb"):
+            if key in kw and not isinstance(kw[key], int):
+                raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
+        return cls(**kw)
+
+    def with_config(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "ClusterSpec":
+        merged = dict(self.config)
+        merged.update(_as_props({**(values or {}), **kw}, "config"))
+        return replace(self, config=tuple(sorted(merged.items())))
+
+    def with_broker_config(self, broker_id: int, values: Mapping[str, Any]) -> "ClusterSpec":
+        per = dict(self.broker_config)
+        merged = dict(per.get(broker_id, ()))
+        merged.update(_as_props(values, f"broker_config.{broker_id}"))
+        per[broker_id] = tuple(sorted(merged.items()))
+        return replace(self, broker_config=tuple(sorted(per.items())))
+
+    def with_name(self, name: str) -> "ClusterSpec":
+        return replace(self, name=name)
+
+    def with_version(self, version: str) -> "ClusterSpec":
+        return replace(self, version=version)
+
+    def with_toxiproxy(self, mode: str = TOXIPROXY_CLIENT) -> "ClusterSpec":
+        return replace(self, toxiproxy=mode)
+
+    def with_log_dir_size(self, mb: int) -> "ClusterSpec":
+        return replace(self, log_dir_size_mb=mb)
+
+    def with_heap(self, mb: int) -> "ClusterSpec":
+        return replace(self, heap_mb=mb)
+
+    # ---- derived ---------------------------------------------------------------
+    @property
+    def kafka(self) -> KafkaVersion:
+        return resolve_version(self.version)
+
+    @property
+    def is_kraft(self) -> bool:
+        return self.mode != ZOOKEEPER
+
+    def broker_ids(self) -> list[int]:
+        return list(range(1, self.brokers + 1))
+
+    def controller_ids(self) -> list[int]:
+        """KRaft voter ids (combined: the broker ids; isolated: 1001…)."""
+        if self.mode == KRAFT_COMBINED:
+            return self.broker_ids()
+        if self.mode == KRAFT_ISOLATED:
+            return list(range(1001, 1001 + self.controllers))
+        return []
+
+    def props_for(self, broker_id: int) -> dict[str, str]:
+        """User overrides for one broker: cluster-wide, then per-broker."""
+        props = dict(self.config)
+        props.update(dict(dict(self.broker_config).get(broker_id, ())))
+        return props
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode, "version": self.kafka.version, "brokers": self.brokers,
+            "controllers": self.controllers if self.mode == KRAFT_ISOLATED else 0,
+            "zookeepers": self.zookeepers if self.mode == ZOOKEEPER else 0,
+            "name": self.name, "config": dict(self.config),
+            "broker_config": {str(b): dict(p) for b, p in self.broker_config},
+            "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
+            "toxiproxy": self.toxiproxy,
+        }
+
+    # ---- validation ------------------------------------------------------------
+    def validate(self) -> None:
+        if self.mode not in MODES:
+            raise SpecError("mode", f"unknown mode {self.mode!r}", f"use one of {', '.join(MODES)}")
+        kafka = resolve_version(self.version)
+        if self.mode == ZOOKEEPER and not kafka.zookeeper:
+            zk_versions = ", ".join(sorted(v.version for v in _zk_versions()))
+            raise SpecError("mode", f"ZooKeeper mode does not exist in Kafka {kafka.version} "
+                            "(removed in 4.0)", f"use mode kraft-combined/kraft-isolated, "
+                            f"or version {zk_versions}")
+        if not 1 <= self.brokers <= MAX_BROKERS:
+            raise SpecError("brokers", f"{self.brokers} brokers is out of range",
+                            f"use 1 to {MAX_BROKERS} brokers")
+        if self.mode == KRAFT_ISOLATED and self.controllers not in (1, 3):
+            raise SpecError("controllers", f"{self.controllers} controllers",
+                            "use 1 or 3 controllers (a KRaft quorum wants an odd size)")
+        if self.mode == ZOOKEEPER and self.zookeepers not in (1, 3):
+            raise SpecError("zookeepers", f"{self.zookeepers} ZooKeeper nodes",
+                            "use 1 or 3 ZooKeeper nodes")
+        if not 256 <= self.heap_mb <= 8192:
+            raise SpecError("heap_mb", f"{self.heap_mb} MiB", "use 256 to 8192 MiB (512 is the default)")
+        if not 16 <= self.log_dir_size_mb <= 65536:
+            raise SpecError("log_dir_size_mb", f"{self.log_dir_size_mb} MiB",
+                            "use 16 to 65536 MiB")
+        if self.toxiproxy not in TOXIPROXY_MODES:
+            raise SpecError("toxiproxy", f"unknown value {self.toxiproxy!r}",
+                            f"use one of {', '.join(TOXIPROXY_MODES)}")
+        for b, _ in self.broker_config:
+            if b not in self.broker_ids():
+                raise SpecError(f"broker_config.{b}", f"there is no broker {b}",
+                                f"use a broker id from 1 to {self.brokers}")
+        for b in self.broker_ids():
+            self._validate_props(self.props_for(b),
+                                 "config" if not dict(self.broker_config).get(b) else f"broker_config.{b}")
+
+    def _validate_props(self, props: Mapping[str, str], where: str) -> None:
+        for reserved in ("node.id", "broker.id", "process.roles", "listeners",
+                         "advertised.listeners", "controller.quorum.voters", "log.dirs",
+                         "zookeeper.connect"):
+            if reserved in props:
+                raise SpecError(f"{where}.{reserved}", "is set by the harness from the topology",
+                                "remove it; change the topology fields instead")
+        rf = _int_prop(props, "default.replication.factor", where)
+        min_isr = _int_prop(props, "min.insync.replicas", where)
+        for key in ("default.replication.factor", "offsets.topic.replication.factor",
+                    "transaction.state.log.replication.factor"):
+            value = _int_prop(props, key, where)
+            if value is not None and value > self.brokers:
+                raise SpecError(f"{where}.{key}", f"{value} is more than the {self.brokers} brokers",
+                                f"use at most {self.brokers} or add brokers")
+        if min_isr is not None:
+            limit = rf if rf is not None else self.brokers
+            if min_isr > limit:
+                what = "default.replication.factor" if rf is not None else "number of brokers"
+                raise SpecError(f"{where}.min.insync.replicas",
+                                f"{min_isr} is more than the {what} ({limit}): no write could succeed",
+                                f"use at most {limit}")
+            if min_isr < 1:
+                raise SpecError(f"{where}.min.insync.replicas", f"{min_isr}", "use 1 or more")
+
+
+def _zk_versions() -> list[KafkaVersion]:
+    from clusters.versions import all_versions
+    return [v for v in all_versions() if v.zookeeper]
+
+
+def validate_topic(spec: ClusterSpec, name: str, partitions: int, replication_factor: int,
+                   configs: Mapping[str, str] | None) -> None:
+    """Refuse an impossible topic before asking Kafka (same rules as the spec)."""
+    if not name or len(name) > 249 or not all(c.isalnum() or c in "._-" for c in name):
+        raise SpecError("topic.name", f"invalid topic name {name!r}",
+                        "use letters, digits, '.', '_' and '-' (at most 249)")
+    if partitions < 1:
+        raise SpecError("topic.partitions", f"{partitions}", "use 1 or more partitions")
+    if not 1 <= replication_factor <= spec.brokers:
+        raise SpecError("topic.replication_factor",
+                        f"{replication_factor} is more than the {spec.brokers} brokers"
+                        if replication_factor > spec.brokers else f"{replication_factor}",
+                        f"use 1 to {spec.brokers}")
+    cfg = dict(configs or {})
+    min_isr = _int_prop(cfg, "min.insync.replicas", "topic.configs")
+    if min_isr is None:
+        min_isr = _int_prop(spec.props_for(1), "min.insync.replicas", "config")
+    if min_isr is not None and min_isr > replication_factor:
+        raise SpecError("topic.configs.min.insync.replicas",
+                        f"{min_isr} is more than the replication factor {replication_factor}: "
+                        "no acks=all write could succeed",
+                        f"use at most {replication_factor} or raise the replication factor")
