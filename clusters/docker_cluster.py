@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Iterable
 
@@ -244,9 +245,12 @@ class DockerCluster:
     def active_controller(self) -> DockerNode | None:
         """The KRaft quorum leader or the ZooKeeper-mode controller, from each
         node's ActiveControllerCount; None while there is none (or, briefly, two)."""
-        active = [n for n in self.controllers()
-                  if scrape(n.ip, METRICS_PORT).get(
-                      "kafka_controller_kafkacontroller_activecontrollercount", 0) >= 1]
+        nodes = [n for n in self.controllers() if n.status() == "running"]
+        # In parallel: a paused or partitioned node must not stall the others' answers.
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            samples = list(pool.map(lambda n: scrape(n.ip, METRICS_PORT, timeout=1.0), nodes))
+        active = [n for n, m in zip(nodes, samples)
+                  if m.get("kafka_controller_kafkacontroller_activecontrollercount", 0) >= 1]
         return active[0] if len(active) == 1 else None
 
     def quorum_leader(self) -> DockerNode | None:

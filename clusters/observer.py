@@ -1,0 +1,103 @@
+"""Samples cluster metadata every ~200 ms and records each change as an
+`observe` event in the run history (leader, isr, controller).
+
+The observer only reads; it never acts on the cluster. A sample that cannot
+be taken (no broker answers) is recorded once as `metadata-unavailable` and
+again as `metadata-available` when sampling recovers, so gaps in the timeline
+are visible rather than silent.
+"""
+from __future__ import annotations
+
+import logging
+import threading
+import time
+
+from harness.history import EventLog
+
+log = logging.getLogger(__name__)
+
+
+class MetadataObserver:
+    def __init__(self, cluster, events: EventLog, interval: float = 0.2,
+                 topics: list[str] | None = None):
+        self.cluster = cluster
+        self.events = events
+        self.interval = interval
+        self.topics = topics
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._leaders: dict[tuple[str, int], int | None] = {}
+        self._isr: dict[tuple[str, int], tuple[int, ...]] = {}
+        self._controller: str | None = None
+        self._available = True
+        self.samples = 0
+
+    def start(self) -> "MetadataObserver":
+        self._thread = threading.Thread(target=self._run, name="metadata-observer", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        self.events.flush()
+
+    def __enter__(self) -> "MetadataObserver":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                self.sample()
+            except Exception as e:  # never let the observer die mid-run
+                log.debug("observer sample failed: %s", e)
+            self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+
+    def sample(self) -> None:
+        try:
+            parts = self.cluster.partitions(timeout=1.5)
+        except Exception as e:
+            if self._available:
+                self._available = False
+                self.events.emit("observe", "metadata-unavailable", None, error=str(e)[:200])
+            return
+        if not self._available:
+            self._available = True
+            self.events.emit("observe", "metadata-available", None)
+        self.samples += 1
+        for p in parts:
+            if self.topics is not None and p.topic not in self.topics:
+                continue
+            key = (p.topic, p.partition)
+            if key not in self._leaders or self._leaders[key] != p.leader:
+                self.events.emit("observe", "leader", _broker_name(self.cluster, p.leader),
+                                 topic=p.topic, partition=p.partition, leader=p.leader,
+                                 previous=self._leaders.get(key))
+                self._leaders[key] = p.leader
+            isr = tuple(sorted(p.isr))
+            if self._isr.get(key) != isr:
+                self.events.emit("observe", "isr", None, topic=p.topic, partition=p.partition,
+                                 isr=list(isr), replicas=list(p.replicas),
+                                 previous=list(self._isr[key]) if key in self._isr else None)
+                self._isr[key] = isr
+        controller = self.cluster.active_controller()
+        name = controller.name if controller is not None else None
+        if name != self._controller:
+            self.events.emit("observe", "controller", name,
+                             node_id=controller.node_id if controller is not None else None,
+                             previous=self._controller)
+            self._controller = name
+
+
+def _broker_name(cluster, broker_id: int | None) -> str | None:
+    if broker_id is None:
+        return None
+    try:
+        return cluster.broker(broker_id).name
+    except KeyError:
+        return str(broker_id)

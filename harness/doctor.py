@@ -1,0 +1,107 @@
+"""`harness doctor`: what is missing for a run, and how to fix each thing."""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from typing import Callable
+
+SETUP = "run the README's set-up command (bash scripts/setup.sh)"
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+
+
+def _cmd_version(cmd: list[str]) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    out = re.sub(r"\x1b\[[0-9;]*m", "", r.stdout + r.stderr).strip().splitlines()
+    return out[0] if out else cmd[0]
+
+
+def check_tool(name: str, cmd: list[str], fix: str) -> Check:
+    version = _cmd_version(cmd)
+    return Check(name, version is not None, version or "not found", fix)
+
+
+def check_docker() -> Check:
+    from clusters.docker_env import docker_client
+    from harness.errors import DockerUnavailable
+    try:
+        v = docker_client().version()
+        return Check("docker engine", True, f"engine {v.get('Version')} (API {v.get('ApiVersion')})")
+    except DockerUnavailable as e:
+        return Check("docker engine", False, str(e).split(" (fix")[0],
+                     f"{SETUP}, or as root: dockerd > /var/log/dockerd.log 2>&1 &")
+
+
+def check_images() -> list[Check]:
+    from clusters import images
+    from clusters.versions import all_versions
+    checks = []
+    wanted = [("base image", images.base_image_tag())]
+    wanted += [(f"Kafka {kv.version} image", images.kafka_image_tag(kv)) for kv in all_versions()]
+    wanted.append(("toxiproxy image", images.toxiproxy_image_tag()))
+    for name, tag in wanted:
+        try:
+            present = images._image_exists(tag)
+        except Exception:
+            present = False
+        checks.append(Check(name, present, tag if present else f"{tag} not built",
+                            ".venv/bin/harness images build"))
+    return checks
+
+
+def check_python() -> list[Check]:
+    checks = []
+    for mod, why in (("pyspark", "reconciler"), ("confluent_kafka", "workloads"),
+                     ("testcontainers", "clusters"), ("pyarrow", "history")):
+        try:
+            m = __import__(mod)
+            checks.append(Check(f"python {mod}", True, getattr(m, "__version__", "installed")))
+        except ImportError:
+            checks.append(Check(f"python {mod}", False, f"missing ({why})",
+                                ".venv/bin/pip install -e '.[dev]'"))
+    return checks
+
+
+def all_checks() -> list[Check]:
+    checks = [
+        check_tool("java", ["java", "-version"], "apt-get install -y openjdk-17-jre-headless"),
+        check_tool("maven", ["mvn", "-v"], "apt-get install -y maven"),
+        check_tool("go", ["go", "version"], "install Go (it builds the toxiproxy server)"),
+        check_tool("debootstrap", ["debootstrap", "--version"], "apt-get install -y debootstrap"),
+        Check("root", os.geteuid() == 0, "uid %d" % os.geteuid(),
+              "run as root: log dirs are tmpfs mounts and debootstrap needs root"),
+        *check_python(),
+    ]
+    docker = check_docker()
+    checks.append(docker)
+    if docker.ok:
+        checks.extend(check_images())
+    return checks
+
+
+def run_doctor(verbose: bool = False, checks: Callable[[], list[Check]] = all_checks) -> int:
+    results = checks()
+    for c in results:
+        mark = "ok " if c.ok else "MISSING"
+        line = f"[{mark:>7}] {c.name}: {c.detail}"
+        if not c.ok and c.fix:
+            line += f"\n          fix: {c.fix}"
+        if verbose or not c.ok:
+            print(line)
+    missing = [c for c in results if not c.ok]
+    print(f"ready ({len(results)} checks)" if not missing else f"{len(missing)} thing(s) missing")
+    return 0 if not missing else 1

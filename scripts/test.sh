@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every test: unit tests in parallel (pytest-xdist), then the real-cluster
+# tests one at a time (they start Kafka containers; 2 cores fit one cluster).
+# Extra arguments go to both pytest runs (e.g. -k leader).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p build
+if ! .venv/bin/harness doctor >/dev/null; then
+  .venv/bin/harness doctor
+  echo "test: the machine is not ready; run: bash scripts/setup.sh" >&2
+  exit 2
+fi
+
+.venv/bin/pytest -q -n 2 -m "not cluster" tests/unit --junitxml=build/unit.xml "$@"
+unit=$?
+.venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 \
+  --junitxml=build/integration.xml "$@"
+integration=$?
+.venv/bin/harness gc >/dev/null 2>&1 || true
+
+# One closing line for both runs. Exit 5 (no test collected, e.g. under -k) is not a failure.
+.venv/bin/python - <<'PY'
+import xml.etree.ElementTree as ET
+from pathlib import Path
+t = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+for f in ("build/unit.xml", "build/integration.xml"):
+    if Path(f).exists():
+        for suite in ET.parse(f).getroot().iter("testsuite"):
+            for k in t:
+                t[k] += int(suite.get(k, 0))
+failed = t["failures"] + t["errors"]
+print(f"total: {t['tests'] - failed - t['skipped']} passed, {failed} failed, {t['skipped']} skipped")
+PY
+for rc in $unit $integration; do
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 5 ]; then exit "$rc"; fi
+done
+exit 0
