@@ -60,7 +60,10 @@ def _file(name: str) -> bytes:
 
 def base_image_tag() -> str:
     pullable = os.environ.get("HARNESS_BASE_IMAGE", "")
-    return "harness-base:" + _hash("base", DEBIAN_SUITE, *BASE_PACKAGES, pullable)
+    # HARNESS_IMAGE_SALT gives a separate set of tags (the cold-build benchmark uses it).
+    salt = os.environ.get("HARNESS_IMAGE_SALT", "")
+    return "harness-base:" + _hash("base", DEBIAN_SUITE, *BASE_PACKAGES, pullable,
+                                   *([salt] if salt else []))
 
 
 def kafka_image_tag(version: str | KafkaVersion) -> str:
