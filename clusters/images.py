@@ -270,10 +270,11 @@ def ensure_toxiproxy_image(force: bool = False) -> str:
 def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
                   force: bool = False) -> dict[str, str]:
     """Build what is missing (under a lock); return {what: tag}."""
+    wanted = [resolve_version(v) for v in versions] if versions else all_versions()  # refuse bad input first
     with _build_lock():
         tags = {"base": ensure_base_image(force=force)}
-        for v in versions or [kv.version for kv in all_versions()]:
-            tags[f"kafka-{resolve_version(v).version}"] = ensure_kafka_image(v, force=force)
+        for kv in wanted:
+            tags[f"kafka-{kv.version}"] = ensure_kafka_image(kv, force=force)
         if toxiproxy:
             tags["toxiproxy"] = ensure_toxiproxy_image(force=force)
     return tags
