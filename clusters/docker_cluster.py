@@ -23,6 +23,7 @@ from typing import Iterable
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
 
+from confluent_kafka import KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from testcontainers.core.container import DockerContainer  # noqa: E402
 from testcontainers.core.network import Network  # noqa: E402
@@ -222,8 +223,20 @@ class DockerCluster:
             time.sleep(0.2)
         raise ClusterUnhealthy(f"topic {name!r} has no leader / full ISR after {timeout:.0f} s")
 
-    def partitions(self, topic: str | None = None, timeout: float = 5) -> list[PartitionState]:
-        md = self.admin().list_topics(topic=topic, timeout=timeout)
+    def _metadata(self, topic: str | None, timeout: float):
+        """Cluster metadata, retried in short attempts: a request that lands on a paused or
+        partitioned broker times out, and the next attempt goes to another broker."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            try:
+                return self.admin().list_topics(topic=topic, timeout=max(0.5, min(2.0, remaining)))
+            except KafkaException:
+                if time.monotonic() >= deadline:
+                    raise
+
+    def partitions(self, topic: str | None = None, timeout: float = 10) -> list[PartitionState]:
+        md = self._metadata(topic, timeout)
         out = []
         for t in md.topics.values():
             if t.error is not None and topic is not None:
@@ -234,7 +247,7 @@ class DockerCluster:
         return sorted(out, key=lambda s: (s.topic, s.partition))
 
     def registered_brokers(self, timeout: float = 5) -> set[int]:
-        return set(self.admin().list_topics(timeout=timeout).brokers)
+        return set(self._metadata(None, timeout).brokers)
 
     def leader_of(self, topic: str, partition: int) -> DockerNode | None:
         for p in self.partitions(topic):
