@@ -59,7 +59,7 @@ class DockerCluster:
         self._toxiproxy: DockerNode | None = None
         self.toxiproxy: ToxiproxyWiring | None = None
         self._admin: AdminClient | None = None
-        self._cluster_id = _kraft_cluster_id() if spec.is_kraft else None
+        self._cluster_id = kraft_cluster_id() if spec.is_kraft else None
         self.image = ""
         self.started_at: float | None = None
 
@@ -316,7 +316,12 @@ class DockerCluster:
         return written
 
 
-def _kraft_cluster_id() -> str:
+def kraft_cluster_id() -> str:
+    """A random KRaft cluster id, as Kafka's Uuid.randomUuid() makes them: URL-safe
+    base64, never starting with '-' (command-line tools would read it as an option)."""
     import base64
     import uuid
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    while True:
+        cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not cid.startswith("-"):
+            return cid

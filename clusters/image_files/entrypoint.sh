@@ -25,7 +25,7 @@ case "${ROLE:?ROLE must be set}" in
     if [ -n "${CLUSTER_ID:-}" ] && [ ! -f /var/lib/kafka/data/meta.properties ]; then
       # KRaft: format the log dir once; a restarted node keeps its data.
       java -Xmx256m "${log_opts[@]}" -cp "$cp_libs" kafka.tools.StorageTool format \
-        --cluster-id "$CLUSTER_ID" --config /opt/kafka/config/server.properties --ignore-formatted
+        --cluster-id="$CLUSTER_ID" --config /opt/kafka/config/server.properties --ignore-formatted
     fi
     exec java "${java_opts[@]}" "${log_opts[@]}" \
       -javaagent:/opt/jmx/jmx_prometheus_javaagent.jar=7071:/opt/jmx/jmx.yaml \

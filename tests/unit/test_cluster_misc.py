@@ -34,3 +34,10 @@ def test_doctor_exit_codes_and_fixes(capsys):
     assert run_doctor(checks=lambda: [Check("docker engine", False, "down", "start dockerd")]) == 1
     out = capsys.readouterr().out
     assert "MISSING" in out and "fix: start dockerd" in out
+
+
+def test_kraft_cluster_ids_never_look_like_options():
+    from clusters.docker_cluster import kraft_cluster_id
+    ids = [kraft_cluster_id() for _ in range(3000)]
+    assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+    assert len(set(ids)) == len(ids)
