@@ -39,8 +39,9 @@ from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
+from clusters.versions import resolve_version  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
-from harness.errors import HarnessError  # noqa: E402
+from harness.errors import HarnessError, SpecError  # noqa: E402
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +105,29 @@ class DockerCluster:
         container.start()
         return DockerNode(alias, role, node_id, container, self.name, image)
 
-    def _start_node(self, plan: NodePlan) -> DockerNode:
+    def replace_node(self, node: DockerNode, version: str) -> DockerNode:
+        """Re-create one node's container on another Kafka version's image, keeping its
+        data (the log dir is a host mount), name, address alias and config. The old
+        container is shut down cleanly first. Returns the new node; the old object is
+        stale afterwards."""
+        kv = resolve_version(version)
+        if not self.spec.is_kraft and not kv.zookeeper:
+            raise SpecError("version", f"a ZooKeeper-mode cluster cannot run Kafka {kv.version}",
+                            "migrate to KRaft first, or pick a version with ZooKeeper mode")
+        if node.role == ZOOKEEPER:
+            raise HarnessError(f"{node.name} is a ZooKeeper node, not Kafka: nothing to upgrade")
+        image = ensure_images([kv.version])[f"kafka-{kv.version}"]
+        plan = next(p for p in plan_nodes(self.spec) if p.alias == node.name)
+        index = self._nodes.index(node)
+        if node.status() not in ("exited", "dead", "removed", "created"):
+            node.stop(timeout=120)
+        if node.status() != "removed":
+            node.container.remove(force=True)
+        new = self._start_node(plan, image=image)
+        self._nodes[index] = new
+        return new
+
+    def _start_node(self, plan: NodePlan, image: str | None = None) -> DockerNode:
         size = max(64, self.spec.log_dir_size_mb // 4) if plan.role == ZOOKEEPER \
             else self.spec.log_dir_size_mb
         data = storage.mount_tmpfs(self.run_id, plan.alias, size)
@@ -118,7 +141,7 @@ class DockerCluster:
             env["CLUSTER_ID"] = self._cluster_id
         target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
         heap = int(env["HEAP_MB"])
-        return self._container(self.image, plan.alias, plan.role, plan.node_id, env,
+        return self._container(image or self.image, plan.alias, plan.role, plan.node_id, env,
                                {str(data): target}, mem_mb=heap + 512)
 
     def _start_toxiproxy(self, image: str) -> None:

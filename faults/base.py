@@ -1,0 +1,172 @@
+"""The fault protocol, the context faults run in, and the bookkeeping every
+fault shares: a `fault_id`, a `fault` event on injection and a `heal` event
+with the same detail when healed.
+
+A fault is `name` + `inject(ctx)` + `heal(ctx)`. `heal` is idempotent and must
+be safe for a fault whose `inject` failed half-way, so `inject` registers the
+fault as active *before* it touches anything. Faults never touch data.
+"""
+from __future__ import annotations
+
+import logging
+import random
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol, runtime_checkable
+
+from clusters.api import Cluster, Node
+from harness.history import EventLog, now_us
+
+log = logging.getLogger(__name__)
+
+
+@runtime_checkable
+class Fault(Protocol):
+    name: str
+
+    def inject(self, ctx: "FaultContext") -> None: ...
+    def heal(self, ctx: "FaultContext") -> None: ...
+
+
+@dataclass
+class FaultContext:
+    """What faults need: the cluster, where to record, a seeded rng, and the
+    cluster facts faults depend on (log dir, client addresses, tool paths)."""
+
+    cluster: Cluster
+    events: EventLog | None = None
+    rng: random.Random = field(default_factory=lambda: random.Random(0))
+    # Absolute path of each broker's Kafka log dir inside its container.
+    log_dir: str = "/var/lib/kafka/data"
+    # How to run a Kafka tool class inside a node (the images ship jars, no bin/ scripts).
+    kafka_java: str = "java -Xmx256m -cp '/opt/kafka/libs/*'"
+    # Bootstrap address of a broker's client listener as seen from inside its container.
+    internal_bootstrap: str = "localhost:9092"
+    # Source addresses client traffic arrives from (None: each node's default gateway).
+    client_ips: tuple[str, ...] | None = None
+    # Optional toxiproxy adapter (faults.toxiproxy_adapter.ToxiproxyAdapter).
+    toxiproxy: Any = None
+    # How long faults wait for the cluster to react (new controller, full ISR …).
+    settle_timeout_s: float = 60.0
+    # Faults injected and not yet healed, by fault_id, in injection order.
+    active: dict[str, "BaseFault"] = field(default_factory=dict)
+    heal_all_runs: int = 0
+    _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    def emit(self, kind: str, name: str, target: str | None = None, **detail: Any) -> None:
+        if self.events is not None:
+            self.events.emit(kind, name, target, **detail)
+            # Fault timelines are read by people watching a crashed run: flush now.
+            self.events.flush()
+
+
+def target_names(nodes: list[Node]) -> str:
+    return ",".join(n.name for n in nodes)
+
+
+class BaseFault:
+    """Shared bookkeeping. Subclasses implement `_inject` and `_heal`, and put
+    what the reconciler or a person needs to know into `self.detail`.
+
+    One instance is one fault occurrence: its fault_id is fixed at injection;
+    injecting an instance twice is an error (create a new one).
+    """
+
+    name: str = "fault"
+
+    def __init__(self) -> None:
+        self.fault_id: str | None = None
+        self.detail: dict[str, Any] = {}
+        self.targets: list[Node] = []
+        self.injected_at_us: int | None = None
+        self.healed = False
+        # What heal saw (e.g. whether the broker survived a full disk); heal row only.
+        self.heal_notes: dict[str, Any] = {}
+
+    # -- protocol --------------------------------------------------------
+    def inject(self, ctx: FaultContext) -> None:
+        if self.fault_id is not None:
+            raise RuntimeError(f"fault {self.name} {self.fault_id} was already injected")
+        self.fault_id = f"{self.name}-{uuid.uuid4().hex[:10]}"
+        self.injected_at_us = now_us()
+        with ctx._lock:
+            ctx.active[self.fault_id] = self   # registered first: heal-all sees it even if inject dies
+        try:
+            self._inject(ctx)
+        except BaseException as e:
+            self.detail["inject_error"] = f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            # The fault row is written even when inject failed half-way, so the
+            # heal row that follows always has its partner.
+            ctx.emit("fault", self.name, target_names(self.targets) or None,
+                     ts_us=self.injected_at_us, **self._event_detail())
+
+    def heal(self, ctx: FaultContext) -> None:
+        """Undo the fault. Idempotent. The `heal` row is written only once the
+        heal succeeded; a failed heal raises and leaves the fault active, so
+        heal-all retries it (and records it as unhealed if it never succeeds)."""
+        if self.fault_id is None or self.healed:
+            return
+        self._heal(ctx)
+        self.healed = True
+        with ctx._lock:
+            ctx.active.pop(self.fault_id, None)
+        detail = {**self.heal_notes, **self._event_detail(),
+                  "duration_s": round((now_us() - (self.injected_at_us or now_us())) / 1e6, 3)}
+        ctx.emit("heal", self.name, target_names(self.targets) or None, **detail)
+
+    # -- for subclasses --------------------------------------------------
+    def _inject(self, ctx: FaultContext) -> None:
+        raise NotImplementedError
+
+    def _heal(self, ctx: FaultContext) -> None:
+        raise NotImplementedError
+
+    def _event_detail(self) -> dict[str, Any]:
+        return {"fault_id": self.fault_id, **self.detail}
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.name} {self.fault_id or 'not injected'}>"
+
+
+def wait_until(predicate: Callable[[], Any], timeout_s: float, interval_s: float = 0.5,
+               what: str = "condition") -> Any:
+    """Poll `predicate` until it returns something truthy; raise TimeoutError."""
+    deadline = time.monotonic() + timeout_s
+    last_error: Exception | None = None
+    while True:
+        try:
+            value = predicate()
+            if value:
+                return value
+        except Exception as e:  # noqa: BLE001 - the cluster is under faults; keep polling
+            last_error = e
+        if time.monotonic() >= deadline:
+            suffix = f" (last error: {last_error})" if last_error else ""
+            raise TimeoutError(f"timed out after {timeout_s:.0f}s waiting for {what}{suffix}")
+        time.sleep(interval_s)
+
+
+def wait_full_isr(cluster: Cluster, timeout_s: float = 60, topic: str | None = None) -> None:
+    """Wait until every partition has a leader and its ISR equals its replicas."""
+    def full() -> bool:
+        states = cluster.partitions(topic)
+        return all(
+            s.leader is not None and set(s.isr) == set(s.replicas) for s in states)
+    wait_until(full, timeout_s, what=f"full ISR on {topic or 'all topics'}")
+
+
+class FaultError(RuntimeError):
+    """A fault could not be injected or healed as asked."""
+
+
+def sh(node: Node, script: str, check: bool = True) -> str:
+    """Run a shell script in a node's container as root; return its output."""
+    result = node.exec(["sh", "-c", script])
+    if check and result.exit_code != 0:
+        raise FaultError(f"{node.name}: `{script}` exited {result.exit_code}: "
+                         f"{result.output.strip()[-500:]}")
+    return result.output

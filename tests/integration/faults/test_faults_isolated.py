@@ -1,0 +1,78 @@
+"""KRaft with isolated controllers (4.x, three brokers, three controllers),
+client and replication listeners through toxiproxy: quorum-leader failover
+and degraded replication links."""
+from __future__ import annotations
+
+import pytest
+
+from clusters.docker_cluster import DockerCluster
+from clusters.spec import ClusterSpec
+from faults import selectors as sel
+from faults import toxics
+from faults.controller import ControllerFailover
+from fault_helpers import (FAST_KRAFT, assert_paired, elapsed, isr_of, leader_id, poll_for,
+                           produce)
+
+T = "isofaults"
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    spec = (ClusterSpec.kraft_isolated("4", brokers=3, controllers=3).with_name("isofaults")
+            .with_heap(256).with_log_dir_size(32).with_config(FAST_KRAFT)
+            .with_toxiproxy("client+replication"))
+    with DockerCluster(spec) as c:
+        c.create_topic(T, 3, 3, {"min.insync.replicas": "2"})
+        try:
+            yield c
+        finally:
+            c.collect_logs(tmp_path_factory.mktemp("logs"))
+
+
+@pytest.mark.parametrize("method", ["kill", "pause"])
+def test_quorum_leader_failover_in_isolated_mode(run, cluster, method):
+    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
+    leader = sel.quorum_leader(run.ctx)[0]
+    assert leader.role == "controller"
+    f = ControllerFailover(method, wait_for_new_s=30)
+    f.inject(run.ctx)
+    assert f.detail["previous_controller"] == leader.name
+    assert f.detail["new_controller"] not in (None, leader.name)
+    assert run.ctx.cluster.node(f.detail["new_controller"]).role == "controller"
+    f.heal(run.ctx)
+    assert_paired(run.event_rows(), f)
+
+
+def test_replication_link_timeout_shrinks_the_isr(run, cluster):
+    leader = leader_id(cluster, T)
+    # Followers fetch from the leader through its internal proxy: stall it.
+    f = toxics.LinkToxic(toxics.timeout(0),
+                         toxics.proxies_of(sel.node(leader), (toxics.REPLICATION,)))
+    f.inject(run.ctx)
+    assert f.detail["proxies"] == [f"broker-{leader}-internal"]
+    # A follower that has all the data stays in the ISR without fetching: write some.
+    assert produce(cluster, T, 5, acks="1", partition=0)[0] == 5
+    seen = []
+
+    def followers_out():
+        seen.append(sorted(isr_of(cluster, T)))
+        return seen[-1] == [leader]
+    try:
+        poll_for(followers_out, timeout_s=30, what="followers out of the ISR")
+    except TimeoutError:
+        raise AssertionError(f"ISR of {T}-0 (leader {leader}) seen: {seen[-5:]}; toxics: "
+                             f"{run.ctx.toxiproxy.toxics(f'broker-{leader}-internal')}")
+    f.heal(run.ctx)
+
+
+def test_replication_latency_slows_acks_all(run, cluster):
+    base, _ = elapsed(lambda: produce(cluster, T, 1, partition=0))
+    f = toxics.LinkToxic(toxics.latency(800, 50), toxics.proxies_of(None, (toxics.REPLICATION,)))
+    f.inject(run.ctx)
+    assert len(f.detail["proxies"]) == 3
+    slow, (acked, _) = elapsed(lambda: produce(cluster, T, 1, partition=0, timeout_s=20))
+    f.heal(run.ctx)
+    # acks=all waits for a follower fetch, which now crosses a slow link
+    assert acked == 1 and slow > base + 0.7, (base, slow)

@@ -1,0 +1,66 @@
+"""ZooKeeper-mode faults on one real 3.9 cluster (three brokers, one
+ZooKeeper): controller failover, session expiry, a frozen ZooKeeper."""
+from __future__ import annotations
+
+import pytest
+
+from clusters.docker_cluster import DockerCluster
+from clusters.spec import ClusterSpec
+from faults import selectors as sel
+from faults.controller import ControllerFailover
+from faults.pause import DOCKER, Pause
+from faults.zookeeper import ZkSessionExpiry
+from fault_helpers import FAST_ZK, assert_paired, isr_of, poll_for, produce
+
+T = "zkfaults"
+SESSION_MS = int(FAST_ZK["zookeeper.session.timeout.ms"])
+
+pytestmark = pytest.mark.cluster
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory):
+    spec = (ClusterSpec.zookeeper("3.9", brokers=3, zookeepers=1).with_name("zkfaults")
+            .with_heap(256).with_log_dir_size(32).with_config(FAST_ZK))
+    with DockerCluster(spec) as c:
+        c.create_topic(T, 3, 3, {"min.insync.replicas": "2"})
+        try:
+            yield c
+        finally:
+            c.collect_logs(tmp_path_factory.mktemp("logs"))
+
+
+def test_zookeeper_leader_selector(run, cluster):
+    assert [n.name for n in sel.zookeeper_leader(run.ctx)] == ["zk-1"]    # standalone
+    assert [n.name for n in sel.quorum_leader(run.ctx)] == ["zk-1"]
+
+
+@pytest.mark.parametrize("method", ["kill", "isolate"])
+def test_zk_mode_controller_failover(run, cluster, method):
+    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
+    f = ControllerFailover(method, wait_for_new_s=40)
+    f.inject(run.ctx)
+    assert f.detail["new_controller"] not in (None, f.detail["previous_controller"])
+    f.heal(run.ctx)
+    assert_paired(run.event_rows(), f)
+
+
+@pytest.mark.parametrize("method", ["pause", "partition"])
+def test_session_expiry_drops_the_broker_from_the_isr(run, cluster, method):
+    f = ZkSessionExpiry(sel.one_follower_of(T, 0), method, session_timeout_ms=SESSION_MS)
+    f.inject(run.ctx)                 # returns once the session has surely expired
+    broker = f.targets[0] if method == "pause" else next(
+        t for t in f.targets if t.role != "zookeeper")
+    # The controller saw the broker's ephemeral node vanish and shrank its ISRs.
+    poll_for(lambda: broker.node_id not in isr_of(cluster, T), timeout_s=20,
+             what="ISR without the expired broker")
+    f.heal(run.ctx)
+
+
+def test_frozen_zookeeper_keeps_the_write_path_and_recovers(run, cluster):
+    f = Pause(sel.zookeeper_leader, DOCKER)
+    f.inject(run.ctx)
+    assert cluster.node("zk-1").status() == "paused"
+    # Produce still works against existing leaders (no ZooKeeper on the write path).
+    assert produce(cluster, T, 3)[0] == 3
+    f.heal(run.ctx)
