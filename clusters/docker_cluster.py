@@ -29,7 +29,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402
 from testcontainers.core.network import Network  # noqa: E402
 
 from clusters import cleanup, storage  # noqa: E402
-from clusters.api import (BROKER_ROLES, CONTROLLER, CONTROLLER_ROLES, PartitionState,  # noqa: E402
+from clusters.api import (BROKER_ROLES, CONTROLLER_ROLES, PartitionState,  # noqa: E402
                           TOXIPROXY, ZOOKEEPER)
 from clusters.config import (CLIENT_PORT, LOG_DIR, METRICS_PORT, TOXI_CLIENT_BASE,  # noqa: E402
                              TOXIPROXY_ALIAS, ZK_DATA_DIR, NodePlan, plan_nodes)

@@ -1,6 +1,8 @@
 """Shared helpers and the `run` fixture for the fault integration tests (real clusters)."""
 from __future__ import annotations
 
+import contextlib
+
 import time
 
 import pytest
@@ -134,3 +136,16 @@ def metric_sum(cluster, name: str, nodes=None) -> float:
 ISR_SHRINKS = "kafka_server_replicamanager_isrshrinkspersec"
 LEADER_COUNT = "kafka_server_replicamanager_leadercount"
 FENCED = "kafka_controller_kafkacontroller_fencedbrokercount"
+
+
+@contextlib.contextmanager
+def started_cluster(spec, tmp_path_factory, topic: str):
+    """A module's cluster: started with `topic` (3 partitions, RF 3, min ISR 2), its
+    logs kept when the module ends, everything removed afterwards."""
+    from clusters.docker_cluster import DockerCluster
+    with DockerCluster(spec) as c:
+        c.create_topic(topic, 3, 3, {"min.insync.replicas": "2"})
+        try:
+            yield c
+        finally:
+            c.collect_logs(tmp_path_factory.mktemp("logs"))

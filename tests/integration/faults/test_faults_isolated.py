@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults import toxics
 from faults.controller import ControllerFailover
-from fault_helpers import (FAST_KRAFT, assert_paired, elapsed, isr_of, leader_id, poll_for,
+from fault_helpers import (started_cluster, FAST_KRAFT, assert_paired, elapsed, isr_of, leader_id, poll_for,
                            produce)
 
 T = "isofaults"
@@ -23,12 +22,8 @@ def cluster(tmp_path_factory):
     spec = (ClusterSpec.kraft_isolated("4", brokers=3, controllers=3).with_name("isofaults")
             .with_heap(256).with_log_dir_size(32).with_config(FAST_KRAFT)
             .with_toxiproxy("client+replication"))
-    with DockerCluster(spec) as c:
-        c.create_topic(T, 3, 3, {"min.insync.replicas": "2"})
-        try:
-            yield c
-        finally:
-            c.collect_logs(tmp_path_factory.mktemp("logs"))
+    with started_cluster(spec, tmp_path_factory, T) as c:
+        yield c
 
 
 @pytest.mark.parametrize("method", ["kill", "pause"])

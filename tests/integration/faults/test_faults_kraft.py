@@ -7,7 +7,6 @@ import time
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
 from faults import network as net
 from faults import selectors as sel
@@ -18,7 +17,7 @@ from faults.healall import heal_all_on_exit, leftovers
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.rolling import RollingRestart
-from fault_helpers import (FAST_KRAFT, FENCED, ISR_SHRINKS, LEADER_COUNT, assert_paired, elapsed,
+from fault_helpers import (started_cluster, FAST_KRAFT, FENCED, ISR_SHRINKS, LEADER_COUNT, assert_paired, elapsed,
                            can_connect, isr_of, leader_id, metric_sum, poll_for, produce)
 
 T = "faults"
@@ -30,12 +29,8 @@ pytestmark = pytest.mark.cluster
 def cluster(tmp_path_factory):
     spec = (ClusterSpec.kraft_combined("3.9").with_name("faults").with_heap(256)
             .with_log_dir_size(32).with_config(FAST_KRAFT).with_toxiproxy("client"))
-    with DockerCluster(spec) as c:
-        c.create_topic(T, 3, 3, {"min.insync.replicas": "2"})
-        try:
-            yield c
-        finally:
-            c.collect_logs(tmp_path_factory.mktemp("logs"))
+    with started_cluster(spec, tmp_path_factory, T) as c:
+        yield c
 
 
 def other_than(cluster, node_id):

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults.controller import ControllerFailover
 from faults.pause import DOCKER, Pause
 from faults.zookeeper import ZkSessionExpiry
-from fault_helpers import FAST_ZK, assert_paired, isr_of, poll_for, produce
+from fault_helpers import started_cluster, FAST_ZK, assert_paired, isr_of, poll_for, produce
 
 T = "zkfaults"
 SESSION_MS = int(FAST_ZK["zookeeper.session.timeout.ms"])
@@ -22,12 +21,8 @@ pytestmark = pytest.mark.cluster
 def cluster(tmp_path_factory):
     spec = (ClusterSpec.zookeeper("3.9", brokers=3, zookeepers=1).with_name("zkfaults")
             .with_heap(256).with_log_dir_size(32).with_config(FAST_ZK))
-    with DockerCluster(spec) as c:
-        c.create_topic(T, 3, 3, {"min.insync.replicas": "2"})
-        try:
-            yield c
-        finally:
-            c.collect_logs(tmp_path_factory.mktemp("logs"))
+    with started_cluster(spec, tmp_path_factory, T) as c:
+        yield c
 
 
 def test_zookeeper_leader_selector(run, cluster):
