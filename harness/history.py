@@ -249,6 +249,10 @@ class EventLog:
     def flush(self) -> None:
         self._writer.flush()
 
+    def maybe_flush(self) -> None:
+        """Flush if the time interval has passed (call from idle loops)."""
+        self._writer.maybe_flush()
+
     def close(self) -> None:
         self._writer.close()
 

@@ -1,0 +1,52 @@
+"""One 3-broker KRaft cluster shared by every workload test (cluster start is the
+expensive part on a 2-core machine); each test uses its own topics and run dir."""
+from __future__ import annotations
+
+import itertools
+import uuid
+
+import pytest
+
+from clusters.docker_cluster import DockerCluster
+from clusters.spec import ClusterSpec
+from harness.history import EventLog
+
+_topics = itertools.count()
+
+
+@pytest.fixture(scope="session")
+def wl_cluster():
+    spec = ClusterSpec.kraft_combined("3.9").with_config({"min.insync.replicas": "2"})
+    with DockerCluster(spec) as cluster:
+        yield cluster
+
+
+@pytest.fixture
+def run(wl_cluster, tmp_path):
+    """A run directory with an event log, and a helper to make topics in it."""
+
+    class Run:
+        cluster = wl_cluster
+        run_id = wl_cluster.run_id
+        dir = str(tmp_path / "run")
+        bootstrap = wl_cluster.bootstrap_servers()
+        events = EventLog(str(tmp_path / "run"), wl_cluster.run_id, writer_name="test-events")
+
+        def topic(self, partitions: int = 6, **configs: str) -> str:
+            name = f"wl-{next(_topics)}-{uuid.uuid4().hex[:6]}"
+            wl_cluster.create_topic(name, partitions, 3, {"min.insync.replicas": "2", **configs})
+            return name
+
+    r = Run()
+    yield r
+    r.events.close()
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark session for the tests that run the real reconciler."""
+    from spark_reports.session import spark_session
+    session, owned = spark_session("local[2]", driver_memory="1g", shuffle_partitions=4)
+    yield session
+    if owned:
+        session.stop()

@@ -1,0 +1,88 @@
+"""Workload processes: started with 'spawn', never left running.
+
+Each producer or consumer runs in its own process so both cores are used and a
+scenario can SIGKILL one as a fault. Three nets make sure none outlives us:
+the parent kills every live worker at exit (atexit), workers are daemonic
+(multiprocessing terminates them when the parent exits normally), and every
+worker polls its parent pid and exits by itself when the parent is gone
+(a SIGKILLed harness).
+"""
+from __future__ import annotations
+
+import atexit
+import multiprocessing as mp
+import os
+import signal
+import threading
+from typing import Any, Callable
+
+_CTX = mp.get_context("spawn")     # never fork a process that runs librdkafka threads
+_LIVE: "set[WorkerProcess]" = set()      # strong refs: a dropped handle is still reaped
+_LIVE_LOCK = threading.Lock()
+
+
+class WorkerProcess:
+    """A child process running `target(stop_event, parent_pid, *args)`."""
+
+    def __init__(self, name: str, target: Callable[..., Any], *args: Any):
+        self.name = name
+        self.stop_event = _CTX.Event()
+        self._proc = _CTX.Process(target=target, name=name, daemon=True,
+                                  args=(self.stop_event, os.getpid(), *args))
+
+    @property
+    def pid(self) -> int | None:
+        return self._proc.pid
+
+    @property
+    def exitcode(self) -> int | None:
+        return self._proc.exitcode
+
+    def start(self) -> "WorkerProcess":
+        self._proc.start()
+        with _LIVE_LOCK:
+            _LIVE.add(self)
+        return self
+
+    def is_alive(self) -> bool:
+        return self._proc.is_alive()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for the process to end; True if it has."""
+        self._proc.join(timeout)
+        if self._proc.is_alive():
+            return False
+        with _LIVE_LOCK:
+            _LIVE.discard(self)
+        return True
+
+    def stop(self, timeout: float = 30.0) -> int | None:
+        """Ask the worker to finish cleanly; SIGKILL it if it does not in `timeout`."""
+        self.stop_event.set()
+        if not self.join(timeout):
+            self.kill()
+        return self.exitcode
+
+    def kill(self) -> int | None:
+        """SIGKILL (a crash, as a fault or as the last resort) and reap."""
+        if self._proc.pid is not None and self._proc.is_alive():
+            try:
+                os.kill(self._proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.join(10)
+        return self.exitcode
+
+
+def parent_gone(parent_pid: int) -> bool:
+    """True when the process that started us has died (we were re-parented)."""
+    return os.getppid() != parent_pid
+
+
+@atexit.register
+def _kill_all() -> None:
+    with _LIVE_LOCK:
+        live = list(_LIVE)
+    for w in live:
+        if w.is_alive():
+            w.kill()

@@ -1,0 +1,421 @@
+"""The verifiable producer: one process per instance, every record's outcome recorded.
+
+How no record goes missing, even under SIGKILL (the design in one place):
+
+1. Before handing a batch of seqs to the client, the producer process appends
+   an *intent* entry (first_seq, count, send_ts_us, txn_seq) to
+   `<run_dir>/workloads/<writer>.intent` with an unbuffered os.write. Data
+   written by write(2) is in the kernel when the call returns, so it survives
+   a SIGKILL of the process.
+2. Rows are written to `produced` only when an outcome is known (delivery
+   report, or transaction end), through HistoryWriter (part files, tmp+rename).
+3. Whenever the process ends, however it ends, the parent runs `reconcile()`:
+   every seq in the intent log that has no `produced` row from this writer gets
+   an `indeterminate` row (error NO_DELIVERY_REPORT, send_ts from the intent).
+   That covers records in flight at the kill *and* acked rows that were still
+   in the unflushed writer buffer: the harness no longer knows their outcome.
+   A seq that was announced but not yet handed to the client when the process
+   died is also `indeterminate` (never sent, but we cannot tell; the reconciler
+   simply never sees it consumed).
+4. If the harness itself is SIGKILLed, the children notice (parent pid changes),
+   purge and write their own rows; `reconcile_run(run_dir)` finishes any intent
+   log left without a `.reconciled` marker (call it before verifying).
+"""
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from harness.history import EventLog, HistoryWriter, now_us, table_dir
+from workloads import classify
+from workloads.process import WorkerProcess, parent_gone
+from workloads.records import ValueMaker, key_for, seq_of_value
+from workloads.spec import ProducerSpec
+
+INTENT = struct.Struct("<qqqq")      # first_seq, count, send_ts_us, txn_seq (-1: none)
+SEND_BATCH = 1000                     # seqs per intent entry when unthrottled
+NO_REPORT = "NO_DELIVERY_REPORT"
+
+
+def producer_config(spec: ProducerSpec, bootstrap: str) -> dict[str, Any]:
+    conf: dict[str, Any] = {
+        "bootstrap.servers": bootstrap,
+        "acks": spec.acks,
+        "enable.idempotence": spec.enable_idempotence,
+        "max.in.flight.requests.per.connection": spec.max_in_flight,
+        "linger.ms": spec.linger_ms,
+        "compression.type": spec.compression,
+        "delivery.timeout.ms": spec.delivery_timeout_ms,
+        "request.timeout.ms": spec.request_timeout_ms,
+        # Bounds what can be in flight, and so what a kill makes indeterminate.
+        "queue.buffering.max.messages": 100000,
+    }
+    if spec.retries is not None:
+        conf["retries"] = spec.retries
+    if spec.batch_size is not None:
+        conf["batch.size"] = spec.batch_size
+    conf.update(spec.client_config)
+    return conf
+
+
+class IntentLog:
+    """Append-only, unbuffered: an entry is in the kernel before produce() is called."""
+
+    def __init__(self, path: Path):
+        self._fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+
+    def announce(self, first_seq: int, count: int, ts_us: int, txn_seq: int = -1) -> None:
+        os.write(self._fd, INTENT.pack(first_seq, count, ts_us, txn_seq))
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+
+def read_intents(path: Path) -> np.ndarray:
+    """Intent entries as an (n, 4) int64 array; a torn last entry is ignored."""
+    data = path.read_bytes() if path.exists() else b""
+    whole = len(data) - len(data) % INTENT.size
+    return np.frombuffer(data[:whole], dtype="<i8").reshape(-1, 4)
+
+
+_ERROR_NAMES: dict[int, str] = {}
+
+
+def _error_name(code: int) -> str:
+    name = _ERROR_NAMES.get(code)
+    if name is None:
+        name = _ERROR_NAMES[code] = classify.error_name(code)
+    return name
+
+
+class DeliveryRecorder:
+    """Collects delivery reports column-wise (hot path), turns them into rows."""
+
+    def __init__(self, spec: ProducerSpec):
+        self.spec = spec
+        self._name_len = len(spec.name)
+        self._reset()
+
+    def _reset(self) -> None:
+        self.seqs: list[int] = []
+        self.partitions: list[int | None] = []
+        self.offsets: list[int | None] = []
+        self.codes: list[int | None] = []
+        self.send_ts: list[int] = []
+        self.ack_ts: list[int] = []
+
+    def __len__(self) -> int:
+        return len(self.seqs)
+
+    def on_delivery(self, err, msg) -> None:
+        now = now_us()
+        self.seqs.append(seq_of_value(msg.value(), self._name_len))
+        lat = msg.latency()
+        self.send_ts.append(now - int(lat * 1e6) if lat is not None else now)
+        self.ack_ts.append(now)
+        p = msg.partition()
+        self.partitions.append(p if p is not None and p >= 0 else None)
+        if err is None:
+            o = msg.offset()
+            # acks=0: success without an offset (see classify.py).
+            self.offsets.append(o if o is not None and o >= 0 else None)
+            self.codes.append(None)
+        else:
+            self.offsets.append(None)
+            self.codes.append(err.code())
+
+    def local_failure(self, seq: int, code: int) -> None:
+        """produce() itself refused the record: it never left the client."""
+        now = now_us()
+        for col, v in ((self.seqs, seq), (self.partitions, None), (self.offsets, None),
+                       (self.codes, code), (self.send_ts, now), (self.ack_ts, None)):
+            col.append(v)
+
+    def take(self) -> dict[str, list]:
+        """Columns of every report since the last take (status/error derived)."""
+        codes = self.codes
+        n = len(codes)
+        if codes.count(None) == n:          # the common case: every record acked
+            status, error = [classify.ACKED] * n, [None] * n
+        else:
+            status = [classify.status_of_code(c) for c in codes]
+            error = [None if c is None else _error_name(c) for c in codes]
+        cols = {"seq": self.seqs, "partition": self.partitions, "offset": self.offsets,
+                "send_ts_us": self.send_ts, "ack_ts_us": self.ack_ts,
+                "status": status, "error": error}
+        self._reset()
+        return cols
+
+    def row_constants(self) -> dict[str, Any]:
+        return {"producer": self.spec.name, "topic": self.spec.topic}
+
+    def complete(self, cols: dict[str, list]) -> dict[str, list]:
+        """Add record_id and key columns (derived from seq)."""
+        name, spec = self.spec.name, self.spec
+        cols["record_id"] = [f"{name}-{s}" for s in cols["seq"]]
+        if spec.keys != "none":
+            cols["key"] = [key_for(spec.keys, spec.key_count, s) for s in cols["seq"]]
+        return cols
+
+    def write(self, writer: HistoryWriter) -> None:
+        if self.seqs:
+            writer.append_columns(self.complete(self.take()), **self.row_constants())
+
+
+def _produce_loop(stop_event, parent_pid: int, spec: ProducerSpec, producer, intent: IntentLog,
+                  recorder: DeliveryRecorder, writer: HistoryWriter) -> None:
+    make_value = ValueMaker(spec.name, spec.record_size, spec.keys, spec.key_count)
+    keys = None if spec.keys == "none" else [f"k{i}".encode() for i in range(spec.key_count)]
+    topic, cb, produce, poll = spec.topic, recorder.on_delivery, producer.produce, producer.poll
+    started = time.monotonic()
+    seq = 0
+    last_check = 0.0
+    while True:
+        now = time.monotonic()
+        elapsed = now - started
+        if spec.records is not None and seq >= spec.records:
+            break
+        if spec.duration_s is not None and elapsed >= spec.duration_s:
+            break
+        if now - last_check > 0.2:
+            last_check = now
+            if stop_event.is_set() or parent_gone(parent_pid):
+                break
+        n = SEND_BATCH
+        if spec.rate is not None:
+            n = min(n, int(elapsed * spec.rate) + 1 - seq)
+            if n <= 0:
+                poll(min(0.01, (seq - elapsed * spec.rate) / spec.rate))
+                recorder.write(writer)
+                writer.maybe_flush()
+                continue
+        if spec.records is not None:
+            n = min(n, spec.records - seq)
+        intent.announce(seq, n, now_us())
+        for s in range(seq, seq + n):
+            value = make_value(s)
+            key = keys[s % spec.key_count] if keys else None
+            while True:
+                try:
+                    produce(topic, value, key, on_delivery=cb)
+                    break
+                except BufferError:           # local queue full: serve reports, retry
+                    poll(0.01)
+                    recorder.write(writer)
+                except Exception as e:        # KafkaException: refused before sending
+                    code = e.args[0].code() if e.args and hasattr(e.args[0], "code") else -1
+                    recorder.local_failure(s, code)
+                    break
+        seq += n
+        poll(0)
+        recorder.write(writer)
+
+
+def finish_producer(producer, recorder: DeliveryRecorder, writer: HistoryWriter,
+                    wait_s: float) -> None:
+    """Wait up to wait_s for outstanding reports, then purge: every record gets a report."""
+    remaining = producer.flush(wait_s)
+    if remaining:
+        producer.purge(in_queue=True, in_flight=True, blocking=False)
+        producer.flush(5)
+    recorder.write(writer)
+
+
+def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, run_dir: str,
+                 run_id: str, writer_name: str, intent_path: str) -> None:
+    """Entry point of a producer process."""
+    from confluent_kafka import Producer
+
+    spec = ProducerSpec.model_validate_json(spec_json)
+    events = EventLog(run_dir, run_id, writer_name=f"{writer_name}-events")
+    writer = HistoryWriter(run_dir, "produced", run_id, writer_name=writer_name,
+                           flush_rows=20000, flush_seconds=1.0)
+    recorder = DeliveryRecorder(spec)
+    intent = IntentLog(Path(intent_path))
+
+    def on_error(err) -> None:
+        events.emit("client", "client-error", spec.name, error=err.name(), reason=err.str(),
+                    fatal=err.fatal())
+
+    conf = producer_config(spec, bootstrap)
+    conf["error_cb"] = on_error
+    try:
+        if spec.transactions is not None:
+            from workloads.transactional import run_transactions
+            run_transactions(stop_event, parent_pid, spec, conf, intent, recorder, writer,
+                             events, run_id)
+        else:
+            producer = Producer(conf)
+            _produce_loop(stop_event, parent_pid, spec, producer, intent, recorder, writer)
+            wait = 5.0 if parent_gone(parent_pid) else spec.delivery_timeout_ms / 1000 + 5
+            finish_producer(producer, recorder, writer, wait)
+    except BaseException as e:
+        events.emit("client", "producer-error", spec.name, error=repr(e))
+        raise
+    finally:
+        writer.close()
+        events.close()
+        intent.close()
+
+
+@dataclass(frozen=True)
+class ReconcileResult:
+    announced: int            # seqs in the intent log
+    recorded: int             # seqs that already had a produced row
+    indeterminate: int        # rows written now
+
+
+def _meta_path(intent_path: Path) -> Path:
+    return intent_path.with_suffix(".json")
+
+
+def reconcile(run_dir: str | os.PathLike, intent_path: Path) -> ReconcileResult:
+    """Write an `indeterminate` row for every announced seq without a produced row."""
+    meta = json.loads(_meta_path(intent_path).read_text())
+    writer_name = meta["writer_name"]
+    intents = read_intents(intent_path)
+    if len(intents) == 0:
+        _mark(intent_path)
+        return ReconcileResult(0, 0, 0)
+    top = int((intents[:, 0] + intents[:, 1]).max())
+    seen = np.zeros(top, dtype=bool)
+    recorded = 0
+    for f in sorted(table_dir(run_dir, "produced").glob(f"{writer_name}-*.parquet")):
+        seqs = pq.read_table(f, columns=["seq"]).column("seq").to_numpy()
+        seqs = seqs[seqs < top]
+        seen[seqs] = True
+    recorded = int(seen.sum())
+    writer = HistoryWriter(run_dir, "produced", meta["run_id"],
+                           writer_name=f"{writer_name}-reconciled-{uuid.uuid4().hex[:6]}",
+                           flush_rows=50000, flush_seconds=3600)
+    written = 0
+    announced = np.zeros(top, dtype=bool)
+    for first, count, ts, txn_seq in intents.tolist():
+        announced[first:first + count] = True
+        missing = np.flatnonzero(~seen[first:first + count]) + first
+        if not len(missing):
+            continue
+        seen[missing] = True           # an intent may be announced twice (retried batch)
+        seqs = missing.tolist()
+        cols = {
+            "seq": seqs,
+            "record_id": [f"{meta['producer']}-{s}" for s in seqs],
+            "send_ts_us": [ts] * len(seqs),
+        }
+        if meta["keys"] != "none":
+            cols["key"] = [key_for(meta["keys"], meta["key_count"], s) for s in seqs]
+        const: dict[str, Any] = {"producer": meta["producer"], "topic": meta["topic"],
+                                 "status": classify.INDETERMINATE, "error": NO_REPORT}
+        if txn_seq >= 0:
+            const.update(txn_id=meta.get("txn_id"), txn_seq=txn_seq, txn_outcome="unknown")
+        writer.append_columns(cols, **const)
+        written += len(seqs)
+    writer.close()
+    _mark(intent_path)
+    return ReconcileResult(int(announced.sum()), recorded, written)
+
+
+def _mark(intent_path: Path) -> None:
+    intent_path.with_suffix(".reconciled").write_text(str(now_us()))
+
+
+def reconcile_run(run_dir: str | os.PathLike) -> list[ReconcileResult]:
+    """Reconcile every producer of a run whose supervisor died before doing it."""
+    d = Path(run_dir) / "workloads"
+    return [reconcile(run_dir, p) for p in sorted(d.glob("*.intent"))
+            if not p.with_suffix(".reconciled").exists()]
+
+
+class ProducerProcess:
+    """Parent-side handle of one producer process."""
+
+    def __init__(self, spec: ProducerSpec, *, bootstrap: str, run_dir: str | os.PathLike,
+                 run_id: str, events: EventLog | None = None):
+        self.spec = spec
+        self.run_dir = str(run_dir)
+        self.run_id = run_id
+        self.bootstrap = bootstrap
+        self.events = events
+        self.writer_name = f"{spec.name}-{uuid.uuid4().hex[:8]}"
+        work = Path(run_dir) / "workloads"
+        work.mkdir(parents=True, exist_ok=True)
+        self.intent_path = work / f"{self.writer_name}.intent"
+        self.result: ReconcileResult | None = None
+        self._worker: WorkerProcess | None = None
+
+    @property
+    def txn_id(self) -> str | None:
+        t = self.spec.transactions
+        if t is None:
+            return None
+        return t.transactional_id or f"{self.run_id}-{self.spec.name}"
+
+    def start(self) -> "ProducerProcess":
+        _meta_path(self.intent_path).write_text(json.dumps({
+            "producer": self.spec.name, "topic": self.spec.topic, "keys": self.spec.keys,
+            "key_count": self.spec.key_count, "writer_name": self.writer_name,
+            "run_id": self.run_id, "txn_id": self.txn_id}))
+        self.intent_path.touch()
+        spec_json = self.spec.model_dump_json()
+        if self.txn_id and not self.spec.transactions.transactional_id:
+            spec_json = self.spec.model_copy(update={"transactions": self.spec.transactions.model_copy(
+                update={"transactional_id": self.txn_id})}).model_dump_json()
+        self._worker = WorkerProcess(f"producer-{self.spec.name}", run_producer, spec_json,
+                                     self.bootstrap, self.run_dir, self.run_id,
+                                     self.writer_name, str(self.intent_path)).start()
+        self._event("producer-start", pid=self._worker.pid)
+        return self
+
+    @property
+    def pid(self) -> int | None:
+        return self._worker.pid if self._worker else None
+
+    @property
+    def exitcode(self) -> int | None:
+        """0 after a normal end, -9 after kill(); anything else: the process crashed."""
+        return self._worker.exitcode if self._worker else None
+
+    def is_alive(self) -> bool:
+        return bool(self._worker and self._worker.is_alive())
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the producer to finish its records/duration; True if it ended."""
+        assert self._worker is not None
+        if self._worker.join(timeout):
+            self._finish("producer-end", exitcode=self._worker.exitcode)
+            return True
+        return False
+
+    def stop(self, timeout: float | None = None) -> ReconcileResult:
+        """Stop sending, wait for outstanding outcomes (up to delivery.timeout.ms)."""
+        assert self._worker is not None
+        if timeout is None:
+            timeout = self.spec.delivery_timeout_ms / 1000 + 30
+        code = self._worker.stop(timeout)
+        return self._finish("producer-end", exitcode=code)
+
+    def kill(self) -> ReconcileResult:
+        """SIGKILL the process (a crash); its unreported records become indeterminate."""
+        assert self._worker is not None
+        code = self._worker.kill()
+        return self._finish("producer-crash", exitcode=code, signal="SIGKILL")
+
+    def _finish(self, event: str, **detail: Any) -> ReconcileResult:
+        if self.result is None:
+            self.result = reconcile(self.run_dir, self.intent_path)
+            self._event(event, announced=self.result.announced,
+                        indeterminate_written=self.result.indeterminate, **detail)
+        return self.result
+
+    def _event(self, name: str, **detail: Any) -> None:
+        if self.events is not None:
+            self.events.emit("client", name, self.spec.name, **detail)

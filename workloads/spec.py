@@ -1,0 +1,254 @@
+"""Workload specs: frozen, validated, and bad fields named with their fix.
+
+Build them with `ProducerSpec.parse({...})` (or the constructor); either way a
+bad field raises harness.errors.SpecError("producer.acks", problem, fix).
+"""
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+
+from harness.errors import SpecError
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
+
+# Fixes for the fields a user is most likely to get wrong.
+_FIXES: dict[str, str] = {
+    "acks": "use 0, 1 or 'all'",
+    "compression": "use one of none, gzip, snappy, lz4, zstd",
+    "keys": "use 'none', 'fixed' (keys k0..k{key_count-1}) or 'per_key' (fixed keys, per-key sequence in the value)",
+    "assignment": "use 'eager' (range), 'range', 'roundrobin' or 'cooperative-sticky'",
+    "commit": "use 'auto' (enable.auto.commit) or 'after-processing' (commit what was recorded)",
+    "isolation": "use 'read_committed' or 'read_uncommitted'",
+    "name": "use a letter followed by letters, digits, '_' or '.' (no '-': it separates name and seq in record_id)",
+}
+
+
+class _Spec(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    _section: str = "workload"
+
+    @classmethod
+    def parse(cls, data: dict[str, Any] | None = None, **kw: Any):
+        return cls(**{**(data or {}), **kw})
+
+    def __init__(self, **data: Any):
+        try:
+            super().__init__(**data)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(p) for p in err["loc"]) or "(spec)"
+            first = str(err["loc"][0]) if err["loc"] else ""
+            fix = _FIXES.get(first)
+            if err["type"] == "extra_forbidden":
+                fix = f"remove it; known fields: {', '.join(sorted(type(self).model_fields))}"
+            problem = err["msg"]
+            if "input" in err and err["type"] != "missing" and err["loc"]:
+                problem += f" (got {err['input']!r})"
+            raise SpecError(f"{self._section_name()}.{loc}", problem, fix) from None
+
+    @classmethod
+    def _section_name(cls) -> str:
+        return cls.__private_attributes__["_section"].default
+
+
+def _check_name(v: str) -> str:
+    if not NAME_RE.match(v):
+        raise ValueError(f"bad name {v!r}")
+    return v
+
+
+class TransactionSpec(_Spec):
+    """Transactional mode of a producer."""
+    _section: str = "producer.transactions"
+    records_per_txn: int = 100
+    abort_rate: float = 0.0            # fraction of transactions aborted on purpose
+    transactional_id: str | None = None  # default: "<run_id>-<producer>"
+    transaction_timeout_ms: int = 60000
+    # Consume-transform-produce: read this topic in `input_group`, write one
+    # output record per input record, commit input offsets inside the txn.
+    input_topic: str | None = None
+    input_group: str | None = None
+
+    @field_validator("records_per_txn")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be at least 1")
+        return v
+
+    @field_validator("abort_rate")
+    @classmethod
+    def _rate(cls, v: float) -> float:
+        if not 0.0 <= v <= 1.0:
+            raise ValueError("must be between 0.0 and 1.0")
+        return v
+
+    @model_validator(mode="after")
+    def _ctp(self):
+        if self.input_topic and not self.input_group:
+            raise SpecError("producer.transactions.input_group", "input_topic needs a consumer group",
+                            "set input_group for the consume-transform-produce loop")
+        return self
+
+
+class ProducerSpec(_Spec):
+    """One producer instance (its own process). `name` is its record_id prefix."""
+    _section: str = "producer"
+    name: str = "p0"
+    topic: str
+    acks: Literal["0", "1", "all"] = "all"
+    enable_idempotence: bool = True
+    retries: int | None = None                 # None: client default (effectively infinite)
+    max_in_flight: int = 5
+    linger_ms: int = 5
+    batch_size: int | None = None
+    compression: Literal["none", "gzip", "snappy", "lz4", "zstd"] = "none"
+    delivery_timeout_ms: int = 120000
+    request_timeout_ms: int = 30000
+    keys: Literal["none", "fixed", "per_key"] = "none"
+    key_count: int = 16
+    record_size: int = 100                     # value bytes (at least the record_id prefix)
+    rate: float | None = None                  # records/s; None = unthrottled
+    records: int | None = None                 # stop after this many sends
+    duration_s: float | None = None            # or after this long
+    transactions: TransactionSpec | None = None
+    client_config: dict[str, str] = {}         # extra librdkafka settings, passed through
+    seed: int = 0
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks(cls, v: Any) -> Any:
+        if v in (-1, "-1"):
+            return "all"
+        return str(v) if isinstance(v, int) and not isinstance(v, bool) else v
+
+    _name = field_validator("name")(classmethod(lambda cls, v: _check_name(v)))
+
+    @field_validator("max_in_flight", "key_count", "record_size", "delivery_timeout_ms",
+                     "request_timeout_ms")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be at least 1")
+        return v
+
+    @field_validator("linger_ms", "retries", "batch_size")
+    @classmethod
+    def _non_negative(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError("must not be negative")
+        return v
+
+    @field_validator("rate", "duration_s")
+    @classmethod
+    def _positive_float(cls, v: float | None) -> float | None:
+        if v is not None and v <= 0:
+            raise ValueError("must be positive (leave it unset for 'unthrottled'/'no limit')")
+        return v
+
+    @field_validator("records")
+    @classmethod
+    def _records(cls, v: int | None) -> int | None:
+        if v is not None and v < 0:
+            raise ValueError("must not be negative")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self):
+        # SpecError passes through pydantic unchanged, so each rule names its field.
+        if self.records is None and self.duration_s is None and (
+                self.transactions is None or self.transactions.input_topic is None):
+            raise SpecError("producer.records", "neither records nor duration_s is set",
+                            "set records or duration_s so the producer ends")
+        if self.enable_idempotence and self.acks != "all":
+            raise SpecError("producer.enable_idempotence", f"needs acks='all', got acks={self.acks!r}",
+                            "set acks: all, or enable_idempotence: false")
+        if self.enable_idempotence and self.max_in_flight > 5:
+            raise SpecError("producer.max_in_flight", f"{self.max_in_flight} > 5 with idempotence",
+                            "use max_in_flight <= 5 or enable_idempotence: false")
+        if self.transactions is not None and not self.enable_idempotence:
+            raise SpecError("producer.transactions", "transactions need an idempotent producer",
+                            "set enable_idempotence: true")
+        if self.delivery_timeout_ms < self.request_timeout_ms + self.linger_ms:
+            raise SpecError("producer.delivery_timeout_ms",
+                            f"{self.delivery_timeout_ms} < request_timeout_ms + linger_ms "
+                            f"({self.request_timeout_ms + self.linger_ms})",
+                            "raise delivery_timeout_ms or lower request_timeout_ms")
+        return self
+
+
+class ConsumerGroupSpec(_Spec):
+    """A consumer group of `members` processes named <name_prefix>0..M-1."""
+    _section: str = "consumer"
+    group_id: str
+    topics: tuple[str, ...]
+    members: int = 1
+    name_prefix: str = "c"
+    assignment: Literal["eager", "range", "roundrobin", "cooperative-sticky"] = "eager"
+    commit: Literal["auto", "after-processing"] = "after-processing"
+    auto_commit_interval_ms: int = 1000
+    commit_interval_ms: int = 1000            # after-processing: commit at most this often
+    isolation: Literal["read_committed", "read_uncommitted"] = "read_uncommitted"
+    static_membership: bool = False
+    session_timeout_ms: int = 10000
+    max_poll_interval_ms: int = 300000
+    auto_offset_reset: Literal["earliest", "latest"] = "earliest"
+    # How often a member flushes its history rows (after-processing also flushes
+    # before every commit). A longer interval widens what a hard kill loses.
+    history_flush_s: float = 1.0
+    client_config: dict[str, str] = {}
+
+    _prefix = field_validator("name_prefix")(classmethod(lambda cls, v: _check_name(v)))
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _topics(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = (v,)
+        if not v:
+            raise ValueError("needs at least one topic")
+        return tuple(v)
+
+    @field_validator("members", "auto_commit_interval_ms", "commit_interval_ms",
+                     "session_timeout_ms", "max_poll_interval_ms")
+    @classmethod
+    def _positive(cls, v: int) -> int:
+        if v < 1:
+            raise ValueError("must be at least 1")
+        return v
+
+    @field_validator("history_flush_s")
+    @classmethod
+    def _flush(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be positive")
+        return v
+
+    @property
+    def member_names(self) -> list[str]:
+        return [f"{self.name_prefix}{i}" for i in range(self.members)]
+
+
+class DrainSpec(_Spec):
+    """The final read of every partition, earliest to the high watermark at drain start."""
+    _section: str = "drain"
+    topics: tuple[str, ...]
+    isolation: Literal["read_committed", "read_uncommitted"] = "read_uncommitted"
+    timeout_s: float = 120.0                  # hard bound on the whole drain
+    stall_s: float = 30.0                     # give up when no partition advanced this long
+    client_config: dict[str, str] = {}
+
+    @field_validator("topics", mode="before")
+    @classmethod
+    def _topics(cls, v: Any) -> Any:
+        return ConsumerGroupSpec._topics(v)
+
+    @field_validator("timeout_s", "stall_s")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be positive")
+        return v

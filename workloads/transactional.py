@@ -1,0 +1,226 @@
+"""Transactional producer: transactions of N records, a seeded abort rate, and an
+optional consume-transform-produce loop (send_offsets_to_transaction).
+
+A record's row is written when its transaction's outcome is known:
+committed -> acked (offset kept), aborted -> failed (offset null), and when
+commit/abort itself ends in a fatal or timed-out error -> indeterminate with
+txn_outcome 'unknown'. A kill mid-transaction leaves the intent entries
+(which carry txn_seq) for the supervisor's reconcile: indeterminate/unknown.
+"""
+from __future__ import annotations
+
+import random
+import time
+from typing import Any
+
+from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
+
+from harness.history import EventLog, HistoryWriter, now_us
+from workloads import classify
+from workloads.process import parent_gone
+from workloads.records import ValueMaker, record_id_of
+
+TXN_CALL_TIMEOUT_S = 30.0
+
+
+def _txn_call(fn, *args) -> tuple[bool, str | None, bool]:
+    """Run commit/abort/send_offsets retrying retriable errors.
+
+    Returns (ok, error_name, requires_abort). A fatal error or running out of
+    retries returns ok=False, requires_abort=False: the outcome is unknown.
+    """
+    deadline = time.monotonic() + TXN_CALL_TIMEOUT_S * 2
+    while True:
+        try:
+            fn(*args)
+            return True, None, False
+        except KafkaException as e:
+            err = e.args[0]
+            if err.txn_requires_abort():
+                return False, err.name(), True
+            if err.retriable() and time.monotonic() < deadline:
+                time.sleep(0.1)
+                continue
+            return False, err.name(), False
+
+
+class _Transform:
+    """The consuming half of consume-transform-produce."""
+
+    def __init__(self, spec, bootstrap: str, run_dir: str, run_id: str, writer_name: str,
+                 events: EventLog):
+        t = spec.transactions
+        self.name, self.group = spec.name, t.input_group
+        self.consumer = Consumer({
+            "bootstrap.servers": bootstrap, "group.id": t.input_group,
+            "enable.auto.commit": False, "isolation.level": "read_committed",
+            "auto.offset.reset": "earliest", "enable.partition.eof": False,
+        })
+        self.consumed = HistoryWriter(run_dir, "consumed", run_id,
+                                      writer_name=f"{writer_name}-consumed", flush_seconds=1.0)
+        self.commits = HistoryWriter(run_dir, "commits", run_id,
+                                     writer_name=f"{writer_name}-commits", flush_seconds=1.0)
+
+        def on_assign(c, parts):
+            events.emit("client", "rebalance", self.name, type="assigned", group_id=self.group,
+                        partitions=[[p.topic, p.partition] for p in parts])
+
+        def on_revoke(c, parts):
+            events.emit("client", "rebalance", self.name, type="revoked", group_id=self.group,
+                        partitions=[[p.topic, p.partition] for p in parts])
+
+        self.consumer.subscribe([t.input_topic], on_assign=on_assign, on_revoke=on_revoke)
+
+    def take(self, n: int) -> list:
+        msgs = [m for m in self.consumer.consume(n, 1.0) if m.error() is None]
+        now = now_us()
+        self.consumed.extend({
+            "consumer": self.name, "group_id": self.group, "phase": "run", "topic": m.topic(),
+            "partition": m.partition(), "offset": m.offset(),
+            "key": m.key().decode() if m.key() else None, "record_id": record_id_of(m.value()),
+            "isolation": "read_committed", "recv_ts_us": now} for m in msgs)
+        return msgs
+
+    def positions(self) -> list[TopicPartition]:
+        return [tp for tp in self.consumer.position(self.consumer.assignment()) if tp.offset >= 0]
+
+    def record_commit(self, positions: list[TopicPartition], ok: bool, error: str | None) -> None:
+        ts = now_us()
+        self.commits.extend({"consumer": self.name, "group_id": self.group, "topic": tp.topic,
+                             "partition": tp.partition, "offset": tp.offset, "ok": ok,
+                             "error": error, "ts_us": ts} for tp in positions)
+
+    def rewind(self) -> None:
+        """After an abort, go back to the last committed input offsets."""
+        assignment = self.consumer.assignment()
+        for tp in self.consumer.committed(assignment, timeout=10):
+            if tp.offset < 0:
+                tp.offset = -2          # OFFSET_BEGINNING: nothing committed yet
+            self.consumer.seek(tp)
+
+    def maybe_flush(self) -> None:
+        self.consumed.maybe_flush()
+        self.commits.maybe_flush()
+
+    def close(self) -> None:
+        try:
+            self.consumer.close()
+        finally:
+            self.consumed.close()
+            self.commits.close()
+
+
+def run_transactions(stop_event, parent_pid: int, spec, conf: dict[str, Any], intent,
+                     recorder, writer: HistoryWriter, events: EventLog, run_id: str) -> None:
+    t = spec.transactions
+    conf = dict(conf, **{"transactional.id": t.transactional_id,
+                         "transaction.timeout.ms": t.transaction_timeout_ms,
+                         # librdkafka requires delivery timeout <= transaction timeout.
+                         "delivery.timeout.ms": min(spec.delivery_timeout_ms,
+                                                    t.transaction_timeout_ms)})
+    producer = Producer(conf)
+    producer.init_transactions(TXN_CALL_TIMEOUT_S)
+    rng = random.Random(spec.seed)
+    make_value = ValueMaker(spec.name, spec.record_size, spec.keys, spec.key_count)
+    keys = None if spec.keys == "none" else [f"k{i}".encode() for i in range(spec.key_count)]
+    transform = None
+    if t.input_topic:
+        transform = _Transform(spec, conf["bootstrap.servers"], writer.dir.parent.parent.as_posix(),
+                               run_id, writer.writer_name, events)
+    started = time.monotonic()
+    seq = txn_seq = 0
+    try:
+        while not (stop_event.is_set() or parent_gone(parent_pid)):
+            if spec.records is not None and seq >= spec.records:
+                break
+            if spec.duration_s is not None and time.monotonic() - started >= spec.duration_s:
+                break
+            n = t.records_per_txn
+            if spec.records is not None:
+                n = min(n, spec.records - seq)
+            inputs = None
+            if transform is not None:
+                inputs = transform.take(n)
+                if not inputs:               # idle: still get buffered rows to disk
+                    writer.maybe_flush()
+                    transform.maybe_flush()
+                    events.maybe_flush()
+                    continue
+                n = len(inputs)
+            if spec.rate is not None:       # throttle at transaction granularity
+                ahead = seq / spec.rate - (time.monotonic() - started)
+                if ahead > 0:
+                    time.sleep(ahead)
+            producer.begin_transaction()
+            intent.announce(seq, n, now_us(), txn_seq)
+            for s in range(seq, seq + n):
+                while True:
+                    try:
+                        producer.produce(spec.topic, make_value(s),
+                                         keys[s % spec.key_count] if keys else None,
+                                         on_delivery=recorder.on_delivery)
+                        break
+                    except BufferError:
+                        producer.poll(0.01)
+            seq += n
+            # Every record reaches the log before we decide: an aborted transaction's
+            # records are then really in the log (what read_uncommitted readers see),
+            # not purged from the local queue.
+            producer.flush(TXN_CALL_TIMEOUT_S)
+            positions = None
+            ok, error, requires_abort = True, None, False
+            if transform is not None:
+                positions = transform.positions()
+                ok, error, requires_abort = _txn_call(
+                    producer.send_offsets_to_transaction, positions,
+                    transform.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S)
+            want_abort = rng.random() < t.abort_rate
+            if ok and not want_abort:
+                ok, error, requires_abort = _txn_call(producer.commit_transaction, TXN_CALL_TIMEOUT_S)
+                outcome = "committed" if ok else None
+            else:
+                outcome = None
+                requires_abort = requires_abort or ok   # ok here means: abort on purpose
+            if outcome is None and (requires_abort or want_abort):
+                aborted, abort_error, _ = _txn_call(producer.abort_transaction, TXN_CALL_TIMEOUT_S)
+                outcome = "aborted" if aborted else "unknown"
+                error = error or ("ABORTED_ON_PURPOSE" if want_abort else None) or abort_error
+            elif outcome is None:
+                outcome = "unknown"
+            producer.flush(5)                # reports of this txn are all in after commit/abort
+            _write_txn(recorder, writer, outcome, error, t.transactional_id, txn_seq)
+            if transform is not None:
+                transform.record_commit(positions, outcome == "committed",
+                                        None if outcome == "committed" else f"TXN_{outcome.upper()}")
+                if outcome == "aborted":
+                    transform.rewind()
+            events.emit("client", "transaction", spec.name, txn_seq=txn_seq, outcome=outcome,
+                        records=n, error=error)
+            txn_seq += 1
+            if outcome == "unknown":
+                # The producer is unusable after a fatal error; end, the history says why.
+                events.emit("client", "producer-fatal", spec.name, error=error, txn_seq=txn_seq - 1)
+                break
+    finally:
+        if transform is not None:
+            transform.close()
+
+
+def _write_txn(recorder, writer: HistoryWriter, outcome: str, error: str | None,
+               txn_id: str, txn_seq: int) -> None:
+    cols = recorder.complete(recorder.take())
+    n = len(cols["seq"])
+    if not n:
+        return
+    if outcome == "committed":
+        status = classify.ACKED
+    elif outcome == "aborted":
+        status = classify.FAILED
+    else:
+        status = classify.INDETERMINATE
+    if status != classify.ACKED:
+        cols["offset"] = [None] * n
+        cols["error"] = [e or error for e in cols["error"]]
+    cols["status"] = [status] * n
+    writer.append_columns(cols, **recorder.row_constants(), txn_id=txn_id, txn_seq=txn_seq,
+                          txn_outcome=outcome)
