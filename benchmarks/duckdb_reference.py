@@ -1,0 +1,141 @@
+"""The spec's counting rules as plain SQL in DuckDB: the single-machine reference.
+
+Written independently of spark_reports/reconcile.py (row-numbered positions,
+EXISTS / NOT EXISTS instead of the Spark views), so that identical counts from
+both mean something. Benchmark-only dependency: `pip install .[bench]`.
+
+    python benchmarks/duckdb_reference.py RUN_DIR     # prints counts as JSON
+"""
+from __future__ import annotations
+
+import json
+import sys
+import time
+
+from harness.history import SCHEMAS, part_files
+
+QUERIES = {
+    "sent": "SELECT count(*) FROM produced",
+    "acked": "SELECT count(*) FROM produced WHERE status = 'acked'",
+    "failed": "SELECT count(*) FROM produced WHERE status = 'failed'",
+    "indeterminate": "SELECT count(*) FROM produced WHERE status = 'indeterminate'",
+    "consumed": "SELECT count(*) FROM consumed",
+
+    "lost": """
+        SELECT count(DISTINCT p.record_id) FROM produced p
+        WHERE p.status = 'acked'
+          AND NOT EXISTS (SELECT 1 FROM consumed c WHERE c.record_id = p.record_id)""",
+    "overwritten": """
+        SELECT count(DISTINCT p.record_id) FROM produced p
+        WHERE p.status = 'acked' AND p."offset" IS NOT NULL AND p.partition IS NOT NULL
+          AND EXISTS (SELECT 1 FROM consumed c
+                      WHERE c.topic = p.topic AND c.partition = p.partition
+                        AND c."offset" = p."offset"
+                        AND (c.record_id IS NULL OR c.record_id <> p.record_id))""",
+    "duplicate": """
+        SELECT count(*) FROM (
+          SELECT record_id FROM consumed WHERE record_id IS NOT NULL
+          GROUP BY record_id
+          HAVING count(DISTINCT topic || '/' || partition || '/' || "offset") >= 2)""",
+    "reordered": """
+        WITH ranked AS (
+          SELECT record_id, topic, partition, "offset",
+                 row_number() OVER (PARTITION BY record_id
+                                    ORDER BY CASE WHEN phase = 'drain' THEN 0 ELSE 1 END,
+                                             recv_ts_us, topic, partition, "offset") AS rn
+          FROM consumed WHERE record_id IS NOT NULL),
+        pos AS (SELECT record_id, topic, partition, "offset" FROM ranked WHERE rn = 1),
+        seqd AS (
+          SELECT p.record_id, pos."offset" AS o,
+                 max(pos."offset") OVER (PARTITION BY p.producer, pos.topic, pos.partition
+                                         ORDER BY p.seq
+                                         ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
+          FROM produced p JOIN pos ON pos.record_id = p.record_id)
+        SELECT count(DISTINCT record_id) FROM seqd WHERE o < m""",
+    "unexpected": """
+        SELECT count(DISTINCT c.record_id) FROM consumed c
+        LEFT JOIN produced p ON p.record_id = c.record_id
+        WHERE c.record_id IS NOT NULL
+          AND (p.record_id IS NULL OR (p.status = 'failed' AND p.txn_id IS NULL))""",
+    "divergent": """
+        SELECT count(*) FROM (
+          SELECT topic, partition, "offset" FROM consumed
+          GROUP BY topic, partition, "offset"
+          HAVING count(DISTINCT coalesce(record_id, chr(0) || 'foreign')) > 1)""",
+    "aborted_read": """
+        SELECT count(DISTINCT c.record_id) FROM consumed c
+        JOIN produced p ON p.record_id = c.record_id
+        WHERE c.isolation = 'read_committed' AND p.txn_outcome = 'aborted'""",
+    "skipped": """
+        WITH high AS (
+          SELECT group_id, topic, partition, max("offset") AS hi FROM commits
+          WHERE ok AND group_id IS NOT NULL AND consumer <> 'drain'
+          GROUP BY group_id, topic, partition),
+        drained AS (
+          SELECT topic, partition, "offset", min(record_id) AS rid FROM consumed
+          WHERE phase = 'drain' GROUP BY topic, partition, "offset"),
+        rc AS (
+          SELECT group_id, bool_or(isolation = 'read_committed') AS rc FROM consumed
+          WHERE phase = 'run' AND group_id IS NOT NULL GROUP BY group_id),
+        aborted AS (SELECT record_id FROM produced WHERE txn_outcome = 'aborted'),
+        received AS (
+          SELECT DISTINCT group_id, topic, partition, "offset" FROM consumed
+          WHERE phase = 'run' AND group_id IS NOT NULL)
+        SELECT count(*) FROM (
+          SELECT DISTINCT h.group_id, d.topic, d.partition, d."offset"
+          FROM drained d JOIN high h
+            ON h.topic = d.topic AND h.partition = d.partition AND d."offset" < h.hi
+          LEFT JOIN rc ON rc.group_id = h.group_id
+          WHERE NOT EXISTS (SELECT 1 FROM received r
+                            WHERE r.group_id = h.group_id AND r.topic = d.topic
+                              AND r.partition = d.partition AND r."offset" = d."offset")
+            AND NOT (coalesce(rc.rc, false)
+                     AND d.rid IN (SELECT record_id FROM aborted)))""",
+    "redelivered": """
+        SELECT coalesce(sum(n - 1), 0) FROM (
+          SELECT count(*) AS n FROM consumed
+          WHERE phase = 'run' AND group_id IS NOT NULL
+          GROUP BY group_id, topic, partition, "offset")""",
+    "recovered": """
+        SELECT count(DISTINCT p.record_id) FROM produced p
+        WHERE p.status = 'indeterminate'
+          AND EXISTS (SELECT 1 FROM consumed c WHERE c.record_id = p.record_id)""",
+}
+
+ANOMALIES = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
+             "aborted_read", "skipped", "redelivered", "recovered")
+COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed")
+
+
+def reference_counts(run_dir: str, threads: int | None = None) -> dict:
+    import duckdb
+
+    con = duckdb.connect()
+    if threads:
+        con.execute(f"SET threads = {int(threads)}")
+    for table in ("produced", "consumed", "commits"):
+        files = [str(f) for f in part_files(run_dir, table)]
+        if files:
+            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files!r})")
+        else:
+            cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in SCHEMAS[table])
+            con.execute(f"CREATE TABLE {table} ({cols})")
+    t0 = time.monotonic()
+    out = {"counts": {}, "anomalies": {}, "query_seconds": {}}
+    for name, sql in QUERIES.items():
+        t = time.monotonic()
+        value = int(con.execute(sql).fetchone()[0])
+        out["query_seconds"][name] = round(time.monotonic() - t, 3)
+        out["anomalies" if name in ANOMALIES else "counts"][name] = value
+    out["seconds"] = round(time.monotonic() - t0, 3)
+    return out
+
+
+def _duck_type(t) -> str:
+    import pyarrow as pa
+    return {pa.string(): "VARCHAR", pa.int64(): "BIGINT", pa.int32(): "INTEGER",
+            pa.bool_(): "BOOLEAN"}[t]
+
+
+if __name__ == "__main__":
+    print(json.dumps(reference_counts(sys.argv[1]), indent=2))

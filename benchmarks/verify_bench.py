@@ -1,0 +1,161 @@
+"""Verify time and peak memory at 1 M and 10 M produced records, against DuckDB.
+
+For each size: write a synthetic history (spark_reports.synthetic, anomalies of
+every kind injected) under benchmarks/data/ (reused when present), then run
+`harness verify` and the DuckDB reference (benchmarks/duckdb_reference.py) each
+as a subprocess, sampling the resident memory of the whole process tree
+(python + the Spark driver JVM) every 0.2 s. Prints a Markdown table and
+writes JSON next to this file (benchmarks/results/).
+
+    .venv/bin/python benchmarks/verify_bench.py --records 1000000
+    .venv/bin/python benchmarks/verify_bench.py --records 1000000 10000000
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate  # noqa: E402
+
+PY = sys.executable
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def _tree_rss(root: int, cpu: dict[int, float] | None = None) -> int:
+    """Sum of RSS over `root` and all its descendants, from /proc; records each
+    process's user+system CPU seconds into `cpu` (the last value seen per pid)."""
+    children: dict[int, list[int]] = {}
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            children.setdefault(ppid, []).append(int(d))
+        except (OSError, ValueError, IndexError):
+            continue
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        try:
+            with open(f"/proc/{pid}/statm") as f:
+                total += int(f.read().split()[1]) * PAGE
+            if cpu is not None:
+                with open(f"/proc/{pid}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                cpu[pid] = (int(fields[11]) + int(fields[12])) / TICK
+        except (OSError, ValueError, IndexError):
+            pass
+        todo += children.get(pid, [])
+    return total
+
+
+def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+    t0 = time.monotonic()
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})}, cwd=ROOT)
+    peak = [0]
+    cpu: dict[int, float] = {}
+    done = threading.Event()
+    load_before = os.getloadavg()[0]
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _tree_rss(proc.pid, cpu))
+            done.wait(0.2)
+
+    th = threading.Thread(target=sample, daemon=True)
+    th.start()
+    out, err = proc.communicate()
+    done.set()
+    th.join()
+    return {"rc": proc.returncode, "seconds": round(time.monotonic() - t0, 2),
+            "cpu_seconds": round(sum(cpu.values()), 1),
+            "load_avg_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+            "peak_rss_mib": round(peak[0] / 2**20), "stdout": out, "stderr": err[-3000:]}
+
+
+def bench(records: int, data: Path, regenerate: bool) -> dict:
+    run_dir = data / f"synthetic-{records}"
+    each = max(3, records // 10_000)
+    spec = SyntheticSpec(records=records, producers=8, partitions=12, rate_per_s=20_000,
+                         inject={k: each for k in INJECTABLE}, faults=3, seed=11)
+    truth_file = run_dir / "truth.json"
+    if regenerate or not truth_file.exists():
+        t = time.monotonic()
+        truth = generate(run_dir, spec)
+        truth["generate_seconds"] = round(time.monotonic() - t, 1)
+        truth_file.write_text(json.dumps(truth))
+    truth = json.loads(truth_file.read_text())
+
+    spark = run_measured([str(ROOT / ".venv/bin/harness"), "verify", str(run_dir)])
+    if spark["rc"] not in (0, 1):
+        raise SystemExit(f"harness verify failed (rc {spark['rc']}):\n{spark['stderr']}")
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    duck = run_measured([PY, str(ROOT / "benchmarks/duckdb_reference.py"), str(run_dir)])
+    if duck["rc"] != 0:
+        raise SystemExit(f"duckdb reference failed:\n{duck['stderr']}")
+    ref = json.loads(duck["stdout"])
+    spark_counts = {**{k: summary["counts"][k] for k in ref["counts"]}, **summary["anomalies"]}
+    duck_counts = {**ref["counts"], **ref["anomalies"]}
+    return {
+        "records": records, "consumed_rows": truth["counts"]["consumed"],
+        "produced_rows": truth["counts"]["sent"],
+        "spark_seconds": spark["seconds"], "spark_peak_rss_mib": spark["peak_rss_mib"],
+        "spark_verify_seconds_inside": summary["timings"]["verify_seconds"],
+        "spark_steps": summary.get("step_seconds"),
+        "duckdb_seconds": duck["seconds"], "duckdb_peak_rss_mib": duck["peak_rss_mib"],
+        "duckdb_query_seconds": ref["seconds"],
+        "spark_cpu_seconds": spark["cpu_seconds"], "duckdb_cpu_seconds": duck["cpu_seconds"],
+        "load_avg_1m": {"spark": spark["load_avg_1m"], "duckdb": duck["load_avg_1m"]},
+        "ratio": round(spark["seconds"] / duck["seconds"], 2),
+        "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 0.1), 2),
+        "identical_counts": spark_counts == duck_counts,
+        "matches_injected": summary["anomalies"] == truth["anomalies"],
+        "spark_counts": spark_counts, "duckdb_counts": duck_counts,
+        "generate_seconds": truth.get("generate_seconds"),
+    }
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--records", type=int, nargs="+", default=[1_000_000])
+    ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data")
+    ap.add_argument("--regenerate", action="store_true")
+    a = ap.parse_args()
+    rows = []
+    for n in a.records:
+        r = bench(n, a.data, a.regenerate)
+        rows.append(r)
+        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_counts")}), flush=True)
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(exist_ok=True)
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    (out / f"verify_bench-{stamp}.json").write_text(json.dumps(rows, indent=2))
+    print("\n| produced | consumed rows | harness verify wall s (CPU s) | peak RSS MiB | "
+          "DuckDB wall s (CPU s) | DuckDB peak RSS MiB | ratio wall (CPU) | counts identical "
+          "| = injected | load avg |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['produced_rows']:,} | {r['consumed_rows']:,} | {r['spark_seconds']} "
+              f"({r['spark_cpu_seconds']}) | {r['spark_peak_rss_mib']} | {r['duckdb_seconds']} "
+              f"({r['duckdb_cpu_seconds']}) | {r['duckdb_peak_rss_mib']} | {r['ratio']}x "
+              f"({r['cpu_ratio']}x) | {r['identical_counts']} | {r['matches_injected']} | "
+              f"{r['load_avg_1m']['spark'][0]}–{r['load_avg_1m']['spark'][1]} |")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,239 @@
+"""Metrics beside the anomalies: latencies, throughput, unavailability, recovery.
+
+Percentiles are nearest-rank over exact counts in log buckets 0.1 % wide (see
+FINE), so only a few thousand bucket rows reach the driver. Readings chosen here:
+
+- ack latency: ack_ts_us − send_ts_us of `acked` records.
+- end-to-end latency: first receipt by any `run` consumer − send_ts_us (the
+  drain reads after the faults, so it would only measure the drain).
+- "inside a fault window": records *sent* between the fault and its heal.
+- throughput per second: records sent, acked (by ack time) and consumed in
+  `run` (by receive time), per whole second since the epoch.
+- unavailability window of a partition: between two consecutive successful
+  acks on it (or before its first / after its last) longer than the
+  threshold, while at least one record on that partition was pending
+  (sent before the window's end and not resolved by its start; a record is
+  resolved at its ack_ts_us, failures included, and never when ack_ts_us is
+  null). The window starts at the later of the previous ack and the first
+  such send. Records with a null partition cannot be attributed and are left out.
+- recovery of a fault: for each partition it touched, the first successful
+  ack of a record *sent* at or after the injection (records already in flight
+  are acked within milliseconds and say nothing about recovery); `seconds` is
+  the slowest partition's, null when some touched partition never acked again.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from spark_reports.timeline import Timeline, touched_partitions
+
+PCTS = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
+DEFAULT_UNAVAILABILITY_THRESHOLD_S = 1.0
+# Latency histograms: log buckets 0.1 % wide (each bucket also keeps its exact min
+# and max, so a percentile is off by at most half a bucket, and max is exact).
+# Counting into fixed buckets is a plain hash aggregation: far cheaper in Spark
+# than percentile_approx, and exact counts make the percentiles reproducible.
+FINE, COARSE = 1.001, 1.05
+
+
+def ACK_MS():  # noqa: N802 - a column expression; needs a live SparkContext, hence a function
+    return F.when((F.col("status") == "acked") & F.col("ack_ts_us").isNotNull(),
+                  (F.col("ack_ts_us") - F.col("send_ts_us")) / 1000.0)
+
+
+def E2E_MS():  # noqa: N802
+    return F.when(F.col("first_run_recv_us").isNotNull() & F.col("send_ts_us").isNotNull(),
+                  (F.col("first_run_recv_us") - F.col("send_ts_us")) / 1000.0)
+
+
+def _bucket(ms, base: float):
+    return F.when(ms <= 0.001, F.lit(-1)).otherwise(
+        F.floor(F.log(ms / 0.001) / math.log(base))).cast("int")
+
+
+def _hist(df: DataFrame, ms, keys: dict, base: float = FINE) -> DataFrame:
+    """(keys…, b, n, lo, hi) per occupied bucket of the latency `ms` (nulls dropped);
+    keys: output name → column expression."""
+    cols = [(F.col(v) if isinstance(v, str) else v).alias(k) for k, v in keys.items()]
+    return (df.select(*cols, ms.alias("ms")).where(F.col("ms").isNotNull())
+            .groupBy(*keys, _bucket(F.col("ms"), base).alias("b"))
+            .agg(F.count(F.lit(1)).alias("n"), F.min("ms").alias("lo"), F.max("ms").alias("hi")))
+
+
+def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
+    """Nearest-rank p50/p99/p99.9 and max from (bucket, n, lo, hi) rows."""
+    buckets = sorted(buckets)
+    n = sum(b[1] for b in buckets)
+    if not n:
+        return {"p50": None, "p99": None, "p999": None, "max": None, "n": 0}
+    out: dict = {"n": n, "max": round(float(buckets[-1][3]), 3)}
+    for name, q in PCTS:
+        rank, seen = max(1, math.ceil(q * n)), 0
+        for _, cnt, lo, hi in buckets:
+            seen += cnt
+            if seen >= rank:
+                out[name] = round((lo + hi) / 2, 3)
+                break
+    return {k: out[k] for k in ("p50", "p99", "p999", "max", "n")}
+
+
+def latencies(records: DataFrame) -> dict:
+    rows = _hist(records, ACK_MS(), {"kind": F.lit("ack")}).unionByName(
+        _hist(records, E2E_MS(), {"kind": F.lit("e2e")})).collect()
+    by = defaultdict(list)
+    for r in rows:
+        by[r["kind"]].append((r["b"], r["n"], r["lo"], r["hi"]))
+    return {"ack_latency_ms": percentiles(by["ack"]), "e2e_latency_ms": percentiles(by["e2e"])}
+
+
+def run_bounds(records: DataFrame) -> tuple[int | None, int | None]:
+    row = records.agg(F.min("send_ts_us").alias("lo"),
+                      F.max(F.greatest("send_ts_us", "ack_ts_us")).alias("hi")).collect()[0]
+    return row["lo"], row["hi"]
+
+
+def fault_latencies(spark, records: DataFrame, tl: Timeline) -> dict[str, dict]:
+    """Ack and end-to-end latency of the records sent inside each fault window."""
+    if not tl.faults:
+        return {}
+    windows = spark.createDataFrame(
+        [(f.fault_id, f.start_us, f.end_us) for f in tl.faults],
+        "fault_id string, w_start long, w_end long")
+    inside = records.where(F.col("producer").isNotNull()).join(
+        F.broadcast(windows),
+        (F.col("send_ts_us") >= F.col("w_start")) & (F.col("send_ts_us") <= F.col("w_end")))
+    rows = _hist(inside, ACK_MS(), {"fault_id": "fault_id", "kind": F.lit("ack")}).unionByName(
+        _hist(inside, E2E_MS(), {"fault_id": "fault_id", "kind": F.lit("e2e")})).collect()
+    by = defaultdict(list)
+    for r in rows:
+        by[(r["fault_id"], r["kind"])].append((r["b"], r["n"], r["lo"], r["hi"]))
+    return {f.fault_id: {"ack_latency_ms": percentiles(by[(f.fault_id, "ack")]),
+                         "e2e_latency_ms": percentiles(by[(f.fault_id, "e2e")])}
+            for f in tl.faults}
+
+
+def per_second(records: DataFrame, consumed: DataFrame) -> list[dict]:
+    """Sent / acked / consumed-in-run counts and ack latency per second (for the plots)."""
+    sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
+    sent = (records.where(F.col("producer").isNotNull()).groupBy(sec("send_ts_us").alias("s"))
+            .agg(F.count(F.lit(1)).alias("sent")).collect())
+    acked = _hist(records.where(F.col("ack_ts_us").isNotNull()), ACK_MS(),
+                  {"s": sec("ack_ts_us")}, COARSE).collect()
+    cons = (consumed.where(F.col("phase") == "run").groupBy(sec("recv_ts_us").alias("s"))
+            .agg(F.count(F.lit(1)).alias("consumed")).collect())
+    table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
+                                                  "ack_p50_ms": None, "ack_p99_ms": None,
+                                                  "ack_max_ms": None})
+    for r in sent:
+        table[r["s"]]["sent"] = int(r["sent"])
+    hist = defaultdict(list)
+    for r in acked:
+        hist[r["s"]].append((r["b"], r["n"], r["lo"], r["hi"]))
+    for s_, rows in hist.items():
+        p = percentiles(rows)
+        t = table[s_]
+        t["acked"], t["ack_p50_ms"], t["ack_p99_ms"], t["ack_max_ms"] = (
+            p["n"], p["p50"], p["p99"], p["max"])
+    for r in cons:
+        table[r["s"]]["consumed"] = int(r["consumed"])
+    return [{"second": s_, **table[s_]} for s_ in sorted(table)]
+
+
+def unavailability(spark, records: DataFrame, threshold_s: float,
+                   run_end_us: int | None) -> list[dict]:
+    if run_end_us is None:
+        return []
+    thr = int(threshold_s * 1_000_000)
+    attributed = records.where(F.col("producer").isNotNull() & F.col("partition").isNotNull())
+    # Acks bucketed by threshold-wide slots: a gap longer than the threshold can
+    # only lie between two non-empty slots, so the slots' first/last acks find every
+    # gap exactly while only (partitions × run length / threshold) rows reach the driver.
+    slots = (attributed.where((F.col("status") == "acked") & F.col("ack_ts_us").isNotNull())
+             .groupBy("topic", "partition", F.floor(F.col("ack_ts_us") / thr).alias("slot"))
+             .agg(F.min("ack_ts_us").alias("lo"), F.max("ack_ts_us").alias("hi"))
+             .collect())
+    parts = [(r["topic"], r["partition"])
+             for r in attributed.select("topic", "partition").distinct().collect()]
+    by_part: dict[tuple, list] = defaultdict(list)
+    for r in slots:
+        by_part[(r["topic"], r["partition"])].append((r["lo"], r["hi"]))
+    gaps = []   # (gap_id, topic, partition, a, b, ended_by_ack)
+    for tp in parts:
+        acks = sorted(by_part.get(tp, []))
+        prev = 0     # before the first ack: from the partition's first pending send
+        for lo, hi in acks:
+            if lo - prev > thr:
+                gaps.append((len(gaps), tp[0], tp[1], prev, lo, True))
+            prev = hi
+        if run_end_us - prev > thr:
+            gaps.append((len(gaps), tp[0], tp[1], prev, run_end_us, False))
+    if not gaps:
+        return []
+    gdf = spark.createDataFrame(gaps, T.StructType([
+        T.StructField("gap_id", T.LongType()), T.StructField("g_topic", T.StringType()),
+        T.StructField("g_partition", T.IntegerType()), T.StructField("a", T.LongType()),
+        T.StructField("b", T.LongType()), T.StructField("ended_by_ack", T.BooleanType())]))
+    resolved = F.coalesce(F.col("ack_ts_us"), F.lit(run_end_us + 1))
+    pending = (attributed.join(F.broadcast(gdf),
+                               (F.col("topic") == F.col("g_topic"))
+                               & (F.col("partition") == F.col("g_partition")))
+               .where((F.col("send_ts_us") < F.col("b")) & (resolved > F.col("a")))
+               .groupBy("gap_id")
+               .agg(F.min("send_ts_us").alias("first_send"),
+                    F.max(F.least(resolved, F.lit(run_end_us))).alias("last_resolved"))
+               .collect())
+    by_gap = {r["gap_id"]: r for r in pending}
+    out = []
+    for gid, topic, part, a, b, ended in gaps:
+        r = by_gap.get(gid)
+        if r is None:
+            continue
+        start = max(a, r["first_send"])
+        end = b if ended else min(b, r["last_resolved"])
+        if end - start > thr:
+            out.append({"topic": topic, "partition": part, "start_us": int(start),
+                        "end_us": int(end), "seconds": round((end - start) / 1e6, 6),
+                        "ended_by_ack": ended})
+    return sorted(out, key=lambda w: (w["start_us"], w["topic"], w["partition"]))
+
+
+def recovery(spark, records: DataFrame, tl: Timeline,
+             all_partitions: list[tuple[str, int]]) -> list[dict]:
+    if not tl.faults:
+        return []
+    rows, how = [], {}
+    for f in tl.faults:
+        parts, reason = touched_partitions(f, tl, all_partitions)
+        how[f.fault_id] = (parts, reason)
+        rows += [(f.fault_id, t, p, f.start_us) for t, p in parts]
+    firsts: dict[str, dict] = defaultdict(dict)
+    if rows:
+        fdf = spark.createDataFrame(rows, T.StructType([
+            T.StructField("fault_id", T.StringType()), T.StructField("f_topic", T.StringType()),
+            T.StructField("f_partition", T.IntegerType()), T.StructField("f_start", T.LongType())]))
+        acks = records.where((F.col("status") == "acked") & F.col("ack_ts_us").isNotNull()
+                             & F.col("partition").isNotNull())
+        for r in (acks.join(F.broadcast(fdf), (F.col("topic") == F.col("f_topic"))
+                            & (F.col("partition") == F.col("f_partition"))
+                            & (F.col("send_ts_us") >= F.col("f_start")))
+                  .groupBy("fault_id", "f_topic", "f_partition")
+                  .agg(F.min("ack_ts_us").alias("first_ack")).collect()):
+            firsts[r["fault_id"]][(r["f_topic"], r["f_partition"])] = r["first_ack"]
+    out = []
+    for f in tl.faults:
+        parts, reason = how[f.fault_id]
+        per = {f"{t}-{p}": ((firsts[f.fault_id][(t, p)] - f.start_us) / 1e6
+                            if (t, p) in firsts[f.fault_id] else None) for t, p in parts}
+        known = [s for s in per.values() if s is not None]
+        never = sorted(k for k, s in per.items() if s is None)
+        out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,
+                    "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
+                    "seconds": (round(max(known), 6) if known and not never else None),
+                    "partitions": per, "partitions_from": reason,
+                    "never_acked_after": never})
+    return out

@@ -1,0 +1,47 @@
+"""The SparkSession the reconciler runs in.
+
+`local[*]` by default, any cluster with `master`. Driver memory is fixed before
+the JVM starts, so it is set here; only aggregates and samples come back to
+the driver, so a few GiB verify histories of 100 M records.
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+DEFAULT_DRIVER_MEMORY = os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g")
+DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITIONS", "16"))
+
+
+def spark_session(master: str | None = None, *, app_name: str = "harness-verify",
+                  driver_memory: str = DEFAULT_DRIVER_MEMORY,
+                  shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
+                  extra_conf: dict[str, str] | None = None):
+    """Return the active session if one exists (tests share one), else start one."""
+    from pyspark.sql import SparkSession
+
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active, False
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    local = master is None or master.startswith("local")
+    if local:
+        # Bind to loopback only: a local run must not open ports on other interfaces.
+        os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    b = (SparkSession.builder.appName(app_name)
+         .master(master or "local[*]")
+         .config("spark.driver.memory", driver_memory)
+         .config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.ui.enabled", "false")
+         .config("spark.ui.showConsoleProgress", "false")
+         .config("spark.sql.session.timeZone", "UTC")
+         # Anomaly Parquet is read by pyarrow and DuckDB too: plain timestamps, no INT96.
+         .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
+    if local:
+        b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    for k, v in (extra_conf or {}).items():
+        b = b.config(k, v)
+    spark = b.getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark, True

@@ -1,0 +1,30 @@
+"""Reading the history tables into Spark DataFrames with the contract's schema."""
+from __future__ import annotations
+
+import pyarrow as pa
+
+from harness.history import SCHEMAS
+from spark_reports.storage import RunLocation
+from spark_reports.validate import HistoryFiles
+
+
+def spark_schema(table: str):
+    from pyspark.sql import types as T
+
+    mapping = {pa.string(): T.StringType(), pa.int64(): T.LongType(),
+               pa.int32(): T.IntegerType(), pa.bool_(): T.BooleanType()}
+    return T.StructType([T.StructField(f.name, mapping[f.type], True) for f in SCHEMAS[table]])
+
+
+def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
+    """One DataFrame per table; an absent optional table becomes an empty frame."""
+    frames = {}
+    for table, tf in history.tables.items():
+        schema = spark_schema(table)
+        if tf.files:
+            # Reading the directory (not the file list) keeps the plan small for
+            # thousands of part files; Spark skips '.'/'_' names like list_parquet does.
+            frames[table] = spark.read.schema(schema).parquet(loc.spark_path("history", table))
+        else:
+            frames[table] = spark.createDataFrame([], schema)
+    return frames

@@ -1,0 +1,315 @@
+"""verify_run: a stored run history in, report/ and a verdict out.
+
+The `harness verify` command and the runner (at the end of every run) both
+call `verify_run`. Steps: read the run's configuration, validate the history
+(files, columns, types, enumerated values), compute counts and anomalies with
+Spark (offending rows written to report/anomalies/<kind>/), metrics, the
+verdict against the expectations, then summary.json, junit.xml, index.html.
+
+The verdict is "unknown" (exit 2) when the history is malformed or has no
+`drain` phase; a summary, junit.xml and index.html are still written then,
+saying why.
+
+Optional inputs read from RUN_DIR (absent is fine, and the report says so):
+- scenario.yaml: facts for conditional expectations (keys: verifiers/facts.py);
+  `expectations:` (or `expect:`) — the scenario's expectations, used when no
+  --expect file is given (format: verifiers/expectations.py);
+  `verify.unavailability_threshold_s` (or top-level
+  `unavailability_threshold_s`), default 1 s. Shown in the report.
+- manifest.json: shown in the report as is.
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+import traceback
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import HarnessError
+from spark_reports.storage import RunLocation
+from spark_reports.validate import HistoryInvalid, check_files, check_values
+from verifiers.expectations import ExpectationSet, load_expectations, parse_document
+from verifiers.facts import derive_facts
+from verifiers.verdict import Verdict, judge, unknown
+
+KINDS_ORDER = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
+               "aborted_read", "skipped", "redelivered", "recovered")
+
+
+@dataclass
+class RunConfig:
+    scenario: dict | None
+    manifest: dict | None
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class VerifyResult:
+    summary: dict
+    verdict: Verdict
+    report_dir: str
+
+    @property
+    def exit_code(self) -> int:
+        return self.verdict.exit_code
+
+
+def read_config(loc: RunLocation) -> RunConfig:
+    cfg = RunConfig(None, None)
+    text = loc.read_text("scenario.yaml")
+    if text is None:
+        cfg.notes.append("no scenario.yaml: the run's configuration is unknown")
+    else:
+        try:
+            doc = yaml.safe_load(text)
+            cfg.scenario = doc if isinstance(doc, dict) else None
+            if cfg.scenario is None:
+                cfg.notes.append("scenario.yaml is not a mapping; ignored")
+        except yaml.YAMLError as e:
+            cfg.notes.append(f"scenario.yaml is not valid YAML ({e}); ignored")
+    text = loc.read_text("manifest.json")
+    if text is None:
+        cfg.notes.append("no manifest.json: versions and cluster spec unknown")
+    else:
+        try:
+            doc = json.loads(text)
+            cfg.manifest = doc if isinstance(doc, dict) else None
+        except ValueError as e:
+            cfg.notes.append(f"manifest.json is not valid JSON ({e}); ignored")
+    return cfg
+
+
+def resolve_expectations(expect: str | ExpectationSet | None, cfg: RunConfig) -> ExpectationSet:
+    if isinstance(expect, ExpectationSet):
+        return expect
+    if expect is not None:
+        p = Path(expect)
+        if not p.is_file():
+            raise HarnessError(f"--expect {expect}: no such file")
+        return load_expectations(p.read_text(), str(p))
+    if cfg.scenario:
+        for key in ("expectations", "expect"):
+            if key in cfg.scenario:
+                doc = cfg.scenario[key]
+                return parse_document(doc, f"scenario.yaml: {key}")
+    return load_expectations(None, "defaults")
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: no NaN/inf (→ null), tuples → lists."""
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def verify_run(run_dir: str, spark_master: str | None = None,
+               expect: str | ExpectationSet | None = None, *, spark=None,
+               unavailability_threshold_s: float | None = None,
+               write_html: bool = True) -> VerifyResult:
+    t0 = time.monotonic()
+    loc = RunLocation.of(run_dir)
+    if not loc.is_dir():
+        raise HarnessError(f"{run_dir}: no such run directory")
+    cfg = read_config(loc)
+    exps = resolve_expectations(expect, cfg)
+    facts, fact_sources = derive_facts(cfg.scenario)
+    for k, v in exps.facts:
+        facts[k], fact_sources[k] = v, f"{exps.source}: facts.{k}"
+    if any(k in ("acks_all", "min_isr_2", "clean_elections") for k, _ in exps.facts) \
+            and not any(k == "durable" for k, _ in exps.facts):
+        facts["durable"] = derive_durable(facts)
+    threshold = (unavailability_threshold_s if unavailability_threshold_s is not None
+                 else _threshold_from(cfg))
+
+    summary: dict[str, Any] = {
+        "run_id": os.path.basename(loc.base.rstrip("/")),
+        "counts": {}, "anomalies": {}, "metrics": {},
+        "config": {"scenario_present": cfg.scenario is not None,
+                   "manifest_present": cfg.manifest is not None,
+                   "facts": facts, "fact_sources": fact_sources,
+                   "expectations_from": exps.source,
+                   "unavailability_threshold_s": threshold},
+        "notes": list(cfg.notes),
+    }
+    samples: dict = {}
+    owns_session = False
+    try:
+        history = check_files(loc)
+        summary["notes"] += history.notes
+        from spark_reports.session import spark_session
+        if spark is None:
+            spark, owns_session = spark_session(spark_master)
+            spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(loc, history)))
+        verdict, samples = _reconcile(spark, loc, history, summary, exps, facts, fact_sources,
+                                      threshold)
+    except HistoryInvalid as e:
+        verdict = unknown(str(e))
+    finally:
+        if owns_session:
+            spark.stop()
+    summary["verdict"] = verdict.to_dict()
+    summary["timings"] = {"verify_seconds": round(time.monotonic() - t0, 3)}
+    summary["generated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    summary = _clean(summary)
+    _write_outputs(loc, summary, verdict, cfg, samples, write_html)
+    return VerifyResult(summary, verdict, loc.path("report"))
+
+
+def _shuffle_partitions(loc: RunLocation, history) -> int:
+    """About one shuffle partition per 32 MiB of input (AQE coalesces small ones)."""
+    files = history.tables["produced"].files + history.tables["consumed"].files
+    size = sum(i.size or 0 for i in loc.fs.get_file_info(files))
+    return max(4, min(800, size // (32 << 20)))
+
+
+def derive_durable(facts: dict) -> bool | None:
+    parts = [facts.get("acks_all"), facts.get("min_isr_2"), facts.get("clean_elections")]
+    if any(p is False for p in parts):
+        return False
+    return True if all(p is True for p in parts) else None
+
+
+def _threshold_from(cfg: RunConfig) -> float:
+    from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
+    for path in (("verify", "unavailability_threshold_s"), ("unavailability_threshold_s",)):
+        d: Any = cfg.scenario or {}
+        for p in path:
+            d = d.get(p) if isinstance(d, dict) else None
+        if isinstance(d, (int, float)) and d > 0:
+            return float(d)
+    return DEFAULT_UNAVAILABILITY_THRESHOLD_S
+
+
+class _Steps:
+    """Seconds per step, kept in summary["timings"] (for benchmarks and slow runs)."""
+
+    def __init__(self, into: dict):
+        self.into, self.t = into, time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.into[name] = round(now - self.t, 3)
+        self.t = now
+
+
+def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshold):
+    from pyspark.sql import functions as F
+
+    from spark_reports import metrics as M
+    from spark_reports.reconcile import (anomaly_frames, build_views, history_counts,
+                                         topic_catalog, write_anomalies)
+    from spark_reports.tables import read_tables
+    from spark_reports.timeline import parse_events
+
+    step = _Steps(summary.setdefault("step_seconds", {}))
+    frames = read_tables(spark, loc, history)
+    check_values(spark, loc, history, frames)
+    step("validate")
+    produced, consumed = frames["produced"], frames["consumed"]
+    first = produced.select("run_id").limit(1).collect()
+    if first:
+        summary["run_id"] = first[0]["run_id"]
+
+    counts = history_counts(produced, consumed, frames["commits"])
+    step("counts")
+    topics = topic_catalog(consumed)
+    if topics is None:
+        summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
+                                "position key: positions computed on the slower struct path")
+    views = build_views(produced, consumed, topics)
+    try:
+        result = write_anomalies(spark, anomaly_frames(views, consumed, frames["commits"]), loc,
+                                 step)
+        summary["counts"] = counts
+        summary["anomalies"] = {k: result.counts[k] for k in KINDS_ORDER}
+
+        run_start, run_end = M.run_bounds(views.records)
+        event_rows = [r.asDict() for r in frames["events"]
+                      .select("ts_us", "kind", "name", "target", "detail").collect()]
+        tl = parse_events(event_rows, run_end)
+        summary["notes"] += tl.notes
+        all_parts = sorted((r["topic"], r["partition"]) for r in
+                           produced.where(F.col("partition").isNotNull())
+                           .select("topic", "partition").distinct().collect())
+        step("events")
+        lat = M.latencies(views.records)
+        per_fault = M.fault_latencies(spark, views.records, tl)
+        step("latency")
+        per_sec = M.per_second(views.records, consumed)
+        step("per_second")
+        unavail = M.unavailability(spark, views.records, threshold, run_end)
+        step("unavailability")
+        recov = M.recovery(spark, views.records, tl, all_parts)
+        step("recovery")
+    finally:
+        views.unpersist()
+    active = [s for s in per_sec if s["acked"] or s["sent"]]
+    summary["metrics"] = {
+        **lat,
+        "unavailability": unavail,
+        "max_unavailability_s": max((w["seconds"] for w in unavail), default=0.0),
+        "recovery": recov,
+        "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
+                           else max((r["seconds"] for r in recov), default=0.0)),
+        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "target": f.target,
+                           "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
+                           **per_fault.get(f.fault_id, {})} for f in tl.faults],
+        "throughput": {
+            "seconds_active": len(active),
+            "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
+            "acked_per_s_mean": (sum(s["acked"] for s in active) / len(active)) if active else 0.0,
+            "acked_per_s_max": max((s["acked"] for s in per_sec), default=0),
+        },
+        "per_second": per_sec,
+        "run_start_us": run_start, "run_end_us": run_end,
+        "partitions": [f"{t}-{p}" for t, p in all_parts],
+    }
+    summary["timeline"] = {
+        "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
+        "observations": [{"ts_us": o.ts_us, "name": o.name, "target": o.target,
+                          "topic": o.topic, "partition": o.partition, "leader": o.leader,
+                          "isr": list(o.isr) if o.isr is not None else None}
+                         for o in tl.observations],
+    }
+    judged = judge(summary, exps, facts, fact_sources)
+    if counts["consumed_drain"] == 0:
+        verdict = unknown("no consumed rows with phase = 'drain': without the final drain "
+                          "lost, overwritten and skipped cannot be judged (the workload must "
+                          "read every partition from the earliest offset after healing)",
+                          judged.checks)
+    else:
+        verdict = judged
+    return verdict, {"anomalies": result.samples, "columns": result.columns}
+
+
+def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunConfig,
+                   samples: dict, write_html: bool) -> None:
+    from spark_reports.junit import junit_xml
+
+    loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
+                   "report", "summary.json")
+    loc.write_text(junit_xml(str(summary.get("run_id")), verdict,
+                             summary["timings"]["verify_seconds"]), "report", "junit.xml")
+    if not write_html:
+        return
+    from spark_reports.report_html import render_report
+    try:
+        page = render_report(summary, cfg.scenario, cfg.manifest, samples)
+    except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug
+        page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
+                "<h1>report could not be rendered</h1><pre>"
+                + traceback.format_exc().replace("&", "&amp;").replace("<", "&lt;")
+                + "</pre><pre>" + json.dumps(summary, indent=2, default=str)
+                .replace("&", "&amp;").replace("<", "&lt;") + "</pre>")
+    loc.write_text(page, "report", "index.html")

@@ -1,0 +1,305 @@
+"""Exact anomaly counts on hand-built histories, one case per topic.
+
+All cases live in one history (one verify run, so the suite stays fast); every
+rule keys on topic, producer, record_id or group, and each case uses its own
+topic, producer names and groups, so the cases cannot see each other. Each
+test reads the anomaly rows Spark wrote for its topic and counts them with the
+spec's rule.
+"""
+from __future__ import annotations
+
+import json
+
+import pyarrow.parquet as pq
+import pytest
+from histories import T0, History
+
+from spark_reports.reconcile import COUNT_BY, KINDS
+from verifiers.expectations import ExpectationSet, parse_expectation
+
+pytestmark = pytest.mark.spark
+
+# Which column names a row's topic, per kind (never-sent records have no produced topic).
+TOPIC_COL = {"lost": "topic", "overwritten": "topic", "duplicate": "topic",
+             "reordered": "pos_topic", "unexpected": "pos_topic", "divergent": "topic",
+             "aborted_read": "pos_topic", "skipped": "topic", "redelivered": "topic",
+             "recovered": "topic"}
+
+S = 1_000_000
+
+EXPECTED: dict[str, dict[str, int]] = {}
+
+
+def case(topic: str, **expected: int):
+    EXPECTED[topic] = expected
+    return topic
+
+
+def build(h: History) -> None:
+    # clean: three acked records, read in run and by the drain, committed.
+    t = case("clean")
+    for i in range(3):
+        rid = h.send(t, "clean-p", i, offset=i)
+        h.consume(t, 0, i, rid)
+        h.drain(t, 0, i, rid)
+    h.commit(t, 0, 3)
+
+    # lost: an acked record nobody consumed; one consumed only in run is not lost.
+    t = case("lost", lost=1)
+    r = [h.send(t, "lost-p", i, offset=i) for i in range(3)]
+    h.consume(t, 0, 0, r[0]); h.drain(t, 0, 0, r[0])
+    h.consume(t, 0, 2, r[2])                      # the drain missed it: still consumed
+    h.commit(t, 0, 1)
+
+    # overwritten: p-1 acked at 1 but the log holds q-0 there (truncation, then re-acked).
+    t = case("overwritten", overwritten=1, lost=1)
+    a = h.send(t, "ow-p", 0, offset=0)
+    b = h.send(t, "ow-p", 1, offset=1)
+    c = h.send(t, "ow-q", 0, offset=1)
+    h.drain(t, 0, 0, a); h.drain(t, 0, 1, c)
+    del b
+
+    # overwritten by a foreign payload (null record_id) — also a lost record.
+    t = case("ow_foreign", overwritten=1, lost=1)
+    h.send(t, "owf-p", 0, offset=0)
+    h.drain(t, 0, 0, None)
+
+    # a record duplicated and also reordered: p-2 is written at 1 (before p-1 at 2)
+    # and again at 3 by a retry. Position of p-2 = the drain's first, offset 1 < 2.
+    t = case("dup_reorder", duplicate=1, reordered=1)
+    r = [h.send(t, "dr-p", i, offset=o) for i, o in enumerate((0, 2, 1))]
+    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 1, r[2]); h.drain(t, 0, 2, r[1]); h.drain(t, 0, 3, r[2])
+
+    # the position is the *first* drain copy: p-1 at 2 and 5, p-2 at 3 → not reordered.
+    t = case("dup_position", duplicate=1)
+    r = [h.send(t, "dp-p", i, offset=o) for i, o in enumerate((0, 2, 3))]
+    for off, rid in ((0, r[0]), (2, r[1]), (3, r[2]), (5, r[1])):
+        h.drain(t, 0, off, rid)
+
+    # without a drain copy the position is the first one any consumer saw: c1 saw
+    # p-1 at 4 before c0 saw it at 1, so p-1 sits at 4 and p-2 (at 3) is reordered.
+    t = case("first_seen", duplicate=1, reordered=1)
+    r = [h.send(t, "fs-p", i, offset=o) for i, o in enumerate((0, 1, 3))]
+    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 3, r[2])
+    h.consume(t, 0, 4, r[1], consumer="c1", group="fs-g1", ts=T0 + 1)
+    h.consume(t, 0, 1, r[1], consumer="c0", group="fs-g0", ts=T0 + 2)
+
+    # reordered counts records below the highest offset of *any* earlier seq on the
+    # partition: p-0 at 5, p-1 at 3, p-2 at 4 → p-1 and p-2. Other partitions are apart.
+    t = case("reordered", reordered=2)
+    for i, o in enumerate((5, 3, 4)):
+        h.drain(t, 0, o, h.send(t, "ro-p", i, offset=o))
+    h.drain(t, 1, 9, h.send(t, "ro-q", 0, partition=1, offset=9))
+    h.drain(t, 0, 0, h.send(t, "ro-q", 1, partition=0, offset=0))
+
+    # unexpected: never sent, and failed outside a transaction. An aborted
+    # transactional record read by a read_uncommitted consumer is neither.
+    t = case("unexpected", unexpected=2)
+    h.drain(t, 0, 0, "ghost-0")
+    f = h.send(t, "ux-p", 0, status="failed", error="MSG_SIZE_TOO_LARGE")
+    h.drain(t, 0, 1, f)
+    x = h.send(t, "ux-tx", 0, status="failed", txn=("tx", 0, "aborted"))
+    h.consume(t, 0, 2, x, group="ux-g", isolation="read_uncommitted")
+    h.drain(t, 0, 2, x)
+
+    # aborted transaction read by read_uncommitted (fine) and read_committed (aborted_read).
+    t = case("aborted_ru")
+    x = h.send(t, "ar-tx", 0, status="failed", txn=("tx-ru", 0, "aborted"))
+    h.consume(t, 0, 0, x, group="ar-ru", isolation="read_uncommitted")
+    t = case("aborted_rc", aborted_read=1)
+    y = h.send(t, "ac-tx", 0, status="failed", txn=("tx-rc", 0, "aborted"))
+    z = h.send(t, "ac-tx", 1, txn=("tx-rc", 1, "committed"), offset=2)
+    h.consume(t, 0, 0, y, group="ac-rc", isolation="read_committed")
+    h.consume(t, 0, 2, z, group="ac-rc", isolation="read_committed")
+    h.drain(t, 0, 2, z, isolation="read_committed")
+
+    # divergent: two consumers saw different records at offset 0, and at offset 2
+    # one saw a foreign payload. a (acked at 0) and d (acked at 2) are overwritten;
+    # b was also read at its own offset 1, so it is a duplicate.
+    t = case("divergent", divergent=2, overwritten=2, duplicate=1)
+    a = h.send(t, "dv-p", 0, offset=0)
+    b = h.send(t, "dv-p", 1, offset=1)
+    d = h.send(t, "dv-p", 2, offset=2)
+    h.consume(t, 0, 0, a, consumer="c0", group="dv-g0")
+    h.consume(t, 0, 0, b, consumer="c1", group="dv-g1", ts=T0 + 1)
+    h.consume(t, 0, 2, None, consumer="c1", group="dv-g1")
+    h.drain(t, 0, 0, a); h.drain(t, 0, 1, b); h.drain(t, 0, 2, d)
+
+    # indeterminate records: consumed → recovered; never consumed → nothing.
+    t = case("indeterminate", recovered=1)
+    i0 = h.send(t, "in-p", 0, status="indeterminate", partition=None, error="_MSG_TIMED_OUT")
+    h.send(t, "in-p", 1, status="indeterminate", partition=None, ack_ts=None)
+    h.drain(t, 0, 0, i0)
+
+    # skipped: g0 committed 5 but received only 0, 1, 3 of the drain's 0..4.
+    # A refused commit and a commit by the drain consumer do not count; g1 is fine.
+    t = case("skipped", skipped=2)
+    r = [h.send(t, "sk-p", i, offset=i) for i in range(5)]
+    for i in range(5):
+        h.drain(t, 0, i, r[i])
+    for i in (0, 1, 3):
+        h.consume(t, 0, i, r[i], group="sk-g0")
+    h.commit(t, 0, 5, group="sk-g0")
+    h.consume(t, 0, 0, r[0], group="sk-g1", consumer="c9")
+    h.commit(t, 0, 1, group="sk-g1", consumer="c9")
+    h.commit(t, 0, 5, group="sk-g1", consumer="c9", ok=False)
+    h.commit(t, 0, 5, group="sk-g2", consumer="drain")
+
+    # an aborted record the drain saw: a read_committed group committing past it did
+    # not skip it; a read_uncommitted one did.
+    t = case("skipped_aborted", skipped=1)
+    x = h.send(t, "sa-tx", 0, status="failed", txn=("tx-sa", 0, "aborted"))
+    c = h.send(t, "sa-tx", 1, txn=("tx-sa", 1, "committed"), offset=1)
+    h.drain(t, 0, 0, x); h.drain(t, 0, 1, c)
+    h.consume(t, 0, 1, c, group="sa-rc", isolation="read_committed")
+    h.commit(t, 0, 2, group="sa-rc")
+    h.consume(t, 0, 1, c, group="sa-ru", isolation="read_uncommitted")
+    h.commit(t, 0, 2, group="sa-ru")
+
+    # redelivered: k − 1 extra deliveries per position and group, in run only.
+    t = case("redelivered", redelivered=3)
+    r = [h.send(t, "rd-p", i, offset=i) for i in range(2)]
+    for _ in range(3):
+        h.consume(t, 0, 0, r[0], group="rd-g0")
+    for _ in range(2):
+        h.consume(t, 0, 1, r[1], group="rd-g0")
+    h.consume(t, 0, 0, r[0], group="rd-g1")
+    h.consume(t, 0, 0, r[0], group=None, consumer="assign")
+    h.consume(t, 0, 0, r[0], group=None, consumer="assign")
+    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 0, r[0]); h.drain(t, 0, 1, r[1])
+
+    # unavailability and recovery: partition 0 of "unavail" is acked at 0 s and 0.5 s;
+    # sends at 1 s and 1.5 s wait until 4 s. A fault at 1.2 s names that partition:
+    # the first record sent after it is acked 2.8 s later.
+    t = case("unavail")
+    base = T0 + 100 * S
+    for i, (s, a) in enumerate(((0, 0.01), (0.5, 0.51), (1.0, 4.0), (1.5, 4.0), (4.1, 4.11))):
+        rid = h.send(t, "ua-p", i, offset=i, send_ts=base + int(s * S), ack_ts=base + int(a * S))
+        h.drain(t, 0, i, rid)
+    h.event("fault", "pause", base + int(1.2 * S), "kafka-1",
+            json.dumps({"fault_id": "f-ua", "partitions": [{"topic": t, "partition": 0}]}))
+    h.event("heal", "pause", base + int(3.5 * S), "kafka-1", json.dumps({"fault_id": "f-ua"}))
+    h.event("observe", "leader", base + int(2 * S), None,
+            json.dumps({"topic": t, "partition": 0, "leader": 2, "isr": [2, 3]}))
+
+
+class _NullHistory(History):
+    def __init__(self):  # noqa: D107 - only records the expectations
+        self.clock = T0
+
+    def send(self, *a, **k):
+        return "x"
+
+    def consume(self, *a, **k):
+        pass
+
+    drain = commit = event = consume
+
+
+build(_NullHistory())   # fill EXPECTED at import, so parametrize sees every case
+
+
+@pytest.fixture(scope="module")
+def verified(tmp_path_factory, request):
+    """(run dir, summary) of the casebook, verified once per test session: xdist
+    workers share one directory and a lock, so only the first pays for Spark."""
+    import fcntl
+
+    from spark_reports.verify import verify_run
+
+    import os
+
+    base = tmp_path_factory.getbasetemp()
+    # under xdist each worker's basetemp is a child of the session's
+    shared = (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "casebook"
+    shared.mkdir(exist_ok=True)
+    with open(shared / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        done = shared / "run" / "report" / "summary.json"
+        if not done.exists():
+            run = shared / "run"
+            h = History(run)
+            build(h)
+            h.close()
+            exps = ExpectationSet(tuple(parse_expectation(s)
+                                        for s in ("lost == 0", "skipped == 0")))
+            verify_run(str(run), expect=exps, spark=request.getfixturevalue("spark"))
+    return shared / "run", json.loads(done.read_text())
+
+
+def counts_for(run, topic: str) -> dict[str, int]:
+    out = {}
+    for kind in KINDS:
+        df = pq.read_table(run / "report" / "anomalies" / kind).to_pandas()
+        df = df[df[TOPIC_COL[kind]] == topic]
+        how, keys = COUNT_BY[kind]
+        out[kind] = int(df[keys[0]].sum()) if how == "sum" else len(df.drop_duplicates(list(keys)))
+    return out
+
+
+@pytest.mark.parametrize("topic", list(EXPECTED))
+def test_case_counts(verified, topic):
+    run, _ = verified
+    want = {k: EXPECTED[topic].get(k, 0) for k in KINDS}
+    assert counts_for(run, topic) == want
+
+
+def test_summary_totals_are_the_sum_of_the_cases(verified):
+    _, summary = verified
+    totals = {k: sum(e.get(k, 0) for e in EXPECTED.values()) for k in KINDS}
+    assert summary["anomalies"] == totals
+
+
+def test_verdict_names_each_failure(verified):
+    _, summary = verified
+    assert summary["verdict"]["status"] == "failed"
+    assert summary["verdict"]["failures"] == [f"lost: {EXPECTED['lost']['lost'] + 2} > 0",
+                                              "skipped: 3 > 0"]
+
+
+def test_unavailability_window_and_recovery(verified):
+    _, summary = verified
+    m = summary["metrics"]
+    windows = [w for w in m["unavailability"] if w["topic"] == "unavail"]
+    assert windows == [{"topic": "unavail", "partition": 0, "start_us": T0 + 101 * S,
+                        "end_us": T0 + 104 * S, "seconds": 3.0, "ended_by_ack": True}]
+    rec = [r for r in m["recovery"] if r["fault_id"] == "f-ua"]
+    assert len(rec) == 1
+    assert rec[0]["seconds"] == pytest.approx(2.8)
+    assert rec[0]["partitions_from"] == "named by the fault"
+    fw = [f for f in m["fault_windows"] if f["fault_id"] == "f-ua"][0]
+    assert fw["ack_latency_ms"]["n"] == 1      # only the send at 1.5 s is inside the fault
+    assert fw["ack_latency_ms"]["p50"] == pytest.approx(2500.0)
+
+
+def test_duckdb_reference_agrees(verified):
+    """The independent SQL implementation (benchmarks/) gives the same numbers."""
+    pytest.importorskip("duckdb")
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[3] / "benchmarks" / "duckdb_reference.py"
+    spec = importlib.util.spec_from_file_location("duckdb_reference", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    run, summary = verified
+    ref = mod.reference_counts(str(run), threads=1)
+    assert ref["anomalies"] == summary["anomalies"]
+    assert ref["counts"] == {k: summary["counts"][k] for k in ref["counts"]}
+
+
+def test_struct_position_path_gives_the_same_counts(verified, spark, tmp_path, monkeypatch):
+    """Histories beyond the packed position key take the struct path: same answers."""
+    import shutil
+
+    import spark_reports.reconcile as reconcile
+    from spark_reports.verify import verify_run
+
+    run, summary = verified
+    shutil.copytree(run / "history", tmp_path / "history")
+    monkeypatch.setattr(reconcile, "topic_catalog", lambda consumed: None)
+    again = verify_run(str(tmp_path), spark=spark, write_html=False)
+    assert again.summary["anomalies"] == summary["anomalies"]
+    assert any("struct path" in n for n in again.summary["notes"])
+    for topic in EXPECTED:
+        assert counts_for(tmp_path, topic) == counts_for(run, topic)

@@ -1,0 +1,79 @@
+"""Whole verify runs on generated histories: injected anomalies of every kind, a
+clean run, and runs that cannot be judged."""
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+import pytest
+from histories import History
+
+from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate
+from spark_reports.verify import verify_run
+from verifiers.cli import verify_command
+
+pytestmark = pytest.mark.spark
+
+
+def test_every_injected_kind_is_counted_exactly(tmp_path, spark):
+    spec = SyntheticSpec(records=4000, producers=3, partitions=4, rate_per_s=1000,
+                         inject={k: 2 + i % 3 for i, k in enumerate(INJECTABLE)}, seed=3)
+    truth = generate(tmp_path, spec)
+    result = verify_run(str(tmp_path), spark=spark)
+    s = result.summary
+    assert s["anomalies"] == truth["anomalies"]
+    assert {k: s["counts"][k] for k in truth["counts"]} == truth["counts"]
+    # scenario.yaml says idempotent, acks=all, min ISR 2, commit after processing
+    assert s["config"]["facts"]["durable"] is True
+    assert result.exit_code == 1
+    assert len(result.verdict.failures) == 8
+    assert f"lost: {truth['anomalies']['lost']} > 0 (expected lost == 0 when durable)" \
+        in result.verdict.failures
+    # each stalled partition shows up as an unavailability window of about fault_seconds
+    windows = s["metrics"]["unavailability"]
+    assert len(windows) == spec.faults
+    assert all(2.9 < w["seconds"] < 3.1 for w in windows)
+    assert [r["partitions_from"] for r in s["metrics"]["recovery"]] == \
+        ["leader/ISR changes observed during the fault"] * spec.faults
+    assert all(2.9 < r["seconds"] < 3.1 for r in s["metrics"]["recovery"])
+    junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
+    assert junit.get("failures") == "8"
+    html = (tmp_path / "report" / "index.html").read_text()
+    assert html.count("data:image/png;base64,") == 3
+    assert "FAILED" in html and "report could not be rendered" not in html
+
+
+def test_clean_history_exits_0(tmp_path, spark, capsys):
+    generate(tmp_path, SyntheticSpec(records=1500, partitions=3, faults=1, seed=5))
+    assert verify_command(str(tmp_path), None, None) == 0
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert set(s["anomalies"].values()) == {0}
+    assert s["verdict"] == {**s["verdict"], "passed": True, "status": "passed", "failures": []}
+    assert "PASSED" in capsys.readouterr().out
+    for kind in s["anomalies"]:
+        assert (tmp_path / "report" / "anomalies" / kind / "_SUCCESS").exists()
+
+
+def test_no_drain_phase_is_unknown_exit_2(tmp_path, spark):
+    h = History(tmp_path)
+    rid = h.send("t", "p0", 0, offset=0)
+    h.consume("t", 0, 0, rid)
+    h.close()
+    assert verify_command(str(tmp_path), None, None) == 2
+    s = json.loads((tmp_path / "report" / "summary.json").read_text())
+    assert s["verdict"]["status"] == "unknown" and s["verdict"]["passed"] is False
+    assert "drain" in s["verdict"]["reason"]
+    assert s["anomalies"]["lost"] == 0           # still computed and reported
+    assert (tmp_path / "report" / "index.html").exists()
+
+
+def test_unknown_enum_value_names_file_and_column(tmp_path, spark):
+    h = History(tmp_path)
+    rid = h.send("t", "p0", 0, offset=0, status="acked")
+    h.consume("t", 0, 0, rid, phase="drain", isolation="read_uncommited")   # sic
+    h.close()
+    result = verify_run(str(tmp_path), spark=spark)
+    assert result.exit_code == 2
+    reason = result.verdict.reason
+    assert "history/consumed/test-consumed-000000.parquet" in reason
+    assert "'isolation'" in reason and "'read_uncommited'" in reason

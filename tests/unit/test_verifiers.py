@@ -1,0 +1,153 @@
+"""Expectations as data, facts from scenario.yaml, and the verdict's reasons."""
+from __future__ import annotations
+
+import pytest
+
+from harness.errors import SpecError
+from verifiers.expectations import (DEFAULTS, Expectation, load_expectations,
+                                    parse_expectation)
+from verifiers.facts import derive_facts
+from verifiers.verdict import judge, metric_value
+
+
+def summary(**anomalies):
+    base = {k: 0 for k in ("lost", "overwritten", "duplicate", "reordered", "unexpected",
+                           "divergent", "aborted_read", "skipped", "redelivered", "recovered")}
+    return {"counts": {"sent": 10, "acked": 9, "failed": 1, "indeterminate": 0, "consumed": 18},
+            "anomalies": {**base, **anomalies},
+            "metrics": {"ack_latency_ms": {"p50": 3.0, "p99": 40.0, "p999": 90.0, "max": 120.0},
+                        "e2e_latency_ms": {"p50": None, "p99": None, "p999": None, "max": None},
+                        "unavailability": [{"topic": "t", "partition": 0, "seconds": 12.5},
+                                           {"topic": "t", "partition": 1, "seconds": 31.0}],
+                        "recovery": [{"name": "kill-leader", "seconds": 4.0}]}}
+
+
+ALL_TRUE = {f: True for f in ("idempotent", "transactional", "acks_all", "min_isr_2",
+                              "clean_elections", "commit_after_processing", "durable")}
+
+
+def test_parse_text_forms():
+    e = parse_expectation("duplicate == 0 when idempotent")
+    assert (e.metric, e.op, e.value, e.when, e.when_negated) == ("duplicate", "==", 0, "idempotent", False)
+    assert parse_expectation("max_unavailability_s <= 30 s").value == 30
+    assert parse_expectation("max_unavailability_s <= 1500 ms").value == 1.5
+    assert parse_expectation("ack_latency_ms.p99 < 2 s").value == 2000
+    assert parse_expectation("redelivered >= 0 when not idempotent").when_negated
+    assert parse_expectation({"metric": "lost", "op": "==", "value": 0, "when": "durable"}) == \
+        parse_expectation("lost == 0 when durable")
+
+
+@pytest.mark.parametrize("bad, field", [
+    ("lots == 0", "expectation 'lots'"),
+    ("lost = 0", "expectation"),
+    ("lost == 0 when lucky", "when lucky"),
+    ("lost == 3 s", "expectation"),
+    ({"metric": "lost", "op": "=="}, "expectation"),
+])
+def test_bad_expectations_name_the_field(bad, field):
+    with pytest.raises(SpecError) as e:
+        parse_expectation(bad)
+    assert field in str(e.value)
+
+
+def test_load_document_with_facts_and_defaults():
+    s = load_expectations("expectations:\n  - max_unavailability_s <= 30\n"
+                          "facts: {idempotent: false}\ninclude_defaults: true\n", "x.yaml")
+    assert s.expectations[: len(DEFAULTS)] == DEFAULTS
+    assert s.expectations[-1] == parse_expectation("max_unavailability_s <= 30")
+    assert s.facts == (("idempotent", False),)
+    assert load_expectations("- lost == 0\n", "y.yaml").expectations == (parse_expectation("lost == 0"),)
+    with pytest.raises(SpecError, match="x.yaml: extra"):
+        load_expectations("extra: 1\n", "x.yaml")
+    with pytest.raises(SpecError, match="x.yaml: facts.speedy"):
+        load_expectations("facts: {speedy: true}\n", "x.yaml")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_expectations("a: [", "x.yaml")
+
+
+def test_verdict_one_reason_per_failure():
+    exps = load_expectations(None, "defaults")
+    v = judge(summary(lost=3, duplicate=2, redelivered=7), exps, ALL_TRUE, {})
+    assert v.status == "failed" and v.exit_code == 1
+    assert v.failures == ("lost: 3 > 0 (expected lost == 0 when durable)",
+                          "duplicate: 2 > 0 (expected duplicate == 0 when idempotent)")
+
+
+def test_clean_summary_passes():
+    v = judge(summary(redelivered=4, recovered=1), load_expectations(None, "d"), ALL_TRUE, {})
+    assert v.status == "passed" and v.exit_code == 0 and v.failures == ()
+
+
+def test_unknown_facts_are_not_judged_and_say_why():
+    facts, sources = derive_facts(None)
+    v = judge(summary(duplicate=5), load_expectations(None, "d"), facts, sources)
+    assert v.status == "passed"
+    assert ("duplicate == 0 when idempotent: not judged, idempotent is unknown "
+            "(unknown: no scenario.yaml)") in v.not_judged
+
+
+def test_conditions_that_do_not_hold_do_not_apply():
+    facts = {**ALL_TRUE, "idempotent": False}
+    v = judge(summary(duplicate=5), load_expectations(None, "d"), facts, {})
+    assert v.passed
+    assert "duplicate == 0 when idempotent: does not apply (idempotent is false)" in v.not_judged
+
+
+def test_derived_metrics():
+    s = summary()
+    assert metric_value(s, "max_unavailability_s") == (31.0, None)
+    assert metric_value(s, "max_recovery_s") == (4.0, None)
+    assert metric_value(s, "ack_latency_ms.p99") == (40.0, None)
+    assert metric_value(s, "e2e_latency_ms.p99")[0] is None
+    exps = load_expectations("- max_unavailability_s <= 30 s\n- e2e_latency_ms.p99 < 100\n", "e")
+    v = judge(s, exps, ALL_TRUE, {})
+    assert v.failures == ("max_unavailability_s: 31 > 30",)
+    assert v.not_judged == ("e2e_latency_ms.p99 < 100: not judged, e2e_latency_ms.p99 has no "
+                            "value (no samples)",)
+    s["metrics"]["recovery"].append({"name": "pause", "seconds": None})
+    v = judge(s, load_expectations("- max_recovery_s <= 60\n", "e"), ALL_TRUE, {})
+    assert v.failures == ("max_recovery_s: ∞ > 60 (no successful ack after pause)",)
+
+
+def test_facts_from_scenario():
+    facts, src = derive_facts({
+        "producer": {"enable_idempotence": True, "acks": "all"},
+        "topic": {"config": {"min.insync.replicas": "2"}},
+        "consumer": {"config": {"enable.auto.commit": "false"}}})
+    assert facts == {"idempotent": True, "transactional": None, "acks_all": True,
+                     "min_isr_2": True, "clean_elections": True,
+                     "commit_after_processing": True, "durable": True}
+    assert src["idempotent"] == "scenario.yaml producer.enable_idempotence"
+    assert "Kafka default" in src["clean_elections"]
+    facts, _ = derive_facts({"workload": {"producer": {"transactional_id": "tx-1", "acks": 1}},
+                             "cluster": {"broker_config": {
+                                 "unclean.leader.election.enable": True}}})
+    assert facts["transactional"] is True and facts["idempotent"] is True
+    assert facts["acks_all"] is False and facts["clean_elections"] is False
+    assert facts["durable"] is False and facts["min_isr_2"] is None
+    facts, _ = derive_facts({"consumer": {"commit": "auto"}})
+    assert facts["commit_after_processing"] is False
+
+
+def test_expectation_is_frozen():
+    e = Expectation("lost", "==", 0)
+    with pytest.raises(Exception):
+        e.value = 1  # type: ignore[misc]
+
+
+def test_verify_command_crash_is_exit_2_not_1(monkeypatch, tmp_path):
+    import spark_reports.verify as verify
+    from harness.cli import main
+
+    def boom(*a, **k):
+        raise RuntimeError("java gateway exited")
+
+    monkeypatch.setattr(verify, "verify_run", boom)
+    assert main(["verify", str(tmp_path)]) == 2
+
+
+def test_verify_command_missing_run_dir(tmp_path, capsys):
+    from harness.cli import main
+
+    assert main(["verify", str(tmp_path / "nope")]) == 2
+    assert "no such run directory" in capsys.readouterr().err
