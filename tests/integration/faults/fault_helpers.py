@@ -144,7 +144,7 @@ def started_cluster(spec, tmp_path_factory, topic: str):
     logs kept when the module ends, everything removed afterwards."""
     from clusters.docker_cluster import DockerCluster
     with DockerCluster(spec) as c:
-        c.create_topic(topic, 3, 3, {"min.insync.replicas": "2"})
+        c.create_topic(topic, 3, 3, {"min.insync.replicas": "2"}, timeout=120)
         try:
             yield c
         finally:

@@ -10,7 +10,7 @@ from faults import selectors as sel
 from faults import toxics
 from faults.controller import ControllerFailover
 from fault_helpers import (started_cluster, FAST_KRAFT, assert_paired, elapsed, isr_of, leader_id, poll_for,
-                           produce)
+                           produce, whole)
 
 T = "isofaults"
 
@@ -38,6 +38,30 @@ def test_quorum_leader_failover_in_isolated_mode(run, cluster, method):
     assert run.ctx.cluster.node(f.detail["new_controller"]).role == "controller"
     f.heal(run.ctx)
     assert_paired(run.event_rows(), f)
+
+
+def test_isolated_quorum_leader_is_replaced_then_heals_to_full_isr(run, cluster):
+    """A network partition (not a crash): the old quorum leader keeps running but
+    cannot reach the other controllers, so they elect a new leader among themselves."""
+    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
+    leader = sel.quorum_leader(run.ctx)[0]
+    assert leader.role == "controller"
+    f = ControllerFailover("isolate", wait_for_new_s=30)
+    f.inject(run.ctx)
+    assert f.detail["previous_controller"] == leader.name
+    assert leader.is_running() and leader.status() == "running"    # cut off, not stopped
+    new = f.detail["new_controller"]
+    assert new not in (None, leader.name), f.detail
+    assert cluster.node(new).role == "controller"
+    # the cluster keeps working under the new leader: acks=all writes succeed
+    assert produce(cluster, T, 3, timeout_s=20)[0] == 3
+    f.heal(run.ctx)
+    whole(cluster, 90)
+    assert all(set(s.isr) == set(s.replicas) for s in cluster.partitions(T))
+    rows = run.event_rows()
+    assert_paired(rows, f)
+    assert any(r["kind"] == "observe" and r["name"] == "controller" and r["target"] == new
+               and f'"fault_id": "{f.fault_id}"' in r["detail"] for r in rows)
 
 
 def test_replication_link_timeout_shrinks_the_isr(run, cluster):

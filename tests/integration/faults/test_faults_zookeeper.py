@@ -9,7 +9,7 @@ from faults import selectors as sel
 from faults.controller import ControllerFailover
 from faults.pause import DOCKER, Pause
 from faults.zookeeper import ZkSessionExpiry
-from fault_helpers import started_cluster, FAST_ZK, assert_paired, isr_of, poll_for, produce
+from fault_helpers import started_cluster, FAST_ZK, assert_paired, isr_of, poll_for, produce, whole
 
 T = "zkfaults"
 SESSION_MS = int(FAST_ZK["zookeeper.session.timeout.ms"])
@@ -38,6 +38,32 @@ def test_zk_mode_controller_failover(run, cluster, method):
     assert f.detail["new_controller"] not in (None, f.detail["previous_controller"])
     f.heal(run.ctx)
     assert_paired(run.event_rows(), f)
+
+
+def test_paused_zk_mode_controller_is_replaced_then_heals_to_full_isr(run, cluster):
+    """A frozen controller broker (docker pause) stops heartbeating ZooKeeper; once its
+    session (SESSION_MS) expires its /controller znode vanishes and another broker wins."""
+    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
+    old = cluster.active_controller()
+    # session expiry + ZooKeeper's tick slack + the election, with margin for a loaded host
+    f = ControllerFailover("pause", wait_for_new_s=SESSION_MS / 1000 * 3 + 20)
+    f.inject(run.ctx)
+    assert f.detail["previous_controller"] == old.name
+    assert cluster.node(old.name).status() == "paused"
+    new = f.detail["new_controller"]
+    assert new not in (None, old.name), f.detail
+    assert cluster.node(new).role == "broker"
+    # the election waited for the session to expire (the last heartbeat came at most a
+    # third of a session before the pause), not for some unrelated event
+    assert f.detail["failover_s"] >= SESSION_MS / 1000 / 2, f.detail
+    f.heal(run.ctx)
+    assert cluster.node(old.name).status() == "running"
+    whole(cluster, 90)
+    assert all(set(s.isr) == set(s.replicas) for s in cluster.partitions(T))
+    rows = run.event_rows()
+    assert_paired(rows, f)
+    assert any(r["kind"] == "observe" and r["name"] == "controller" and r["target"] == new
+               for r in rows)
 
 
 @pytest.mark.parametrize("method", ["pause", "partition"])
