@@ -14,6 +14,7 @@ earlier one failed.
 """
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import time
@@ -23,7 +24,7 @@ from typing import Iterable
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
 
-from confluent_kafka import KafkaException  # noqa: E402
+from confluent_kafka import KafkaError, KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from testcontainers.core.container import DockerContainer  # noqa: E402
 from testcontainers.core.network import Network  # noqa: E402
@@ -230,14 +231,27 @@ class DockerCluster:
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str] | None = None, timeout: float = 60) -> None:
         validate_topic(self.spec, name, partitions, replication_factor, configs)
-        futures = self.admin().create_topics(
-            [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
-            request_timeout=timeout)
-        try:
-            futures[name].result(timeout=timeout)
-        except Exception as e:
-            raise HarnessError(f"creating topic {name!r} failed: {e}") from None
         deadline = time.monotonic() + timeout
+        # Its own client: the shared one's short socket timeout suits metadata reads that
+        # must skip a frozen broker, not a CreateTopics round trip on a loaded machine.
+        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
+                             "socket.timeout.ms": 30000, "log_level": 0})
+        for attempt in itertools.count():
+            remaining = deadline - time.monotonic()
+            futures = admin.create_topics(
+                [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
+                request_timeout=max(1.0, min(30.0, remaining)))
+            try:
+                futures[name].result(timeout=max(1.0, remaining))
+                break
+            except KafkaException as e:
+                err = e.args[0]
+                if err.code() == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 0:
+                    break        # an earlier attempt that timed out on our side went through
+                if not (err.retriable() or err.code() == KafkaError._TIMED_OUT) \
+                        or time.monotonic() >= deadline:
+                    raise HarnessError(f"creating topic {name!r} failed: {err}") from None
+                time.sleep(0.5)
         while time.monotonic() < deadline:
             parts = self.partitions(name)
             if len(parts) == partitions and all(p.leader is not None and
