@@ -24,7 +24,9 @@ case "${ROLE:?ROLE must be set}" in
               -Dkafka.logs.dir=/tmp)
     if [ -n "${CLUSTER_ID:-}" ] && [ ! -f /var/lib/kafka/data/meta.properties ]; then
       # KRaft: format the log dir once; a restarted node keeps its data.
-      java -Xmx256m "${log_opts[@]}" -cp "$cp_libs" kafka.tools.StorageTool format \
+      # A short-lived JVM: C1 only and SerialGC spend far less CPU starting up.
+      java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${log_opts[@]}" \
+        -cp "$cp_libs" kafka.tools.StorageTool format \
         --cluster-id="$CLUSTER_ID" --config /opt/kafka/config/server.properties --ignore-formatted
     fi
     exec java "${java_opts[@]}" "${log_opts[@]}" \
