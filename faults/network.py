@@ -149,20 +149,21 @@ def halves(pool: Selector = all_nodes) -> Shape:
     return Shape("majority-minority", build)
 
 
-def ring(pool: Selector = all_nodes) -> Shape:
+def _shuffled(name: str, pool: Selector, grudge_of) -> Shape:
+    """A shape over the pool in a seeded random order (the rng makes it repeatable)."""
     def build(ctx: FaultContext) -> Grudge:
         nodes = list(pool(ctx))
         ctx.rng.shuffle(nodes)
-        return ring_grudge(nodes)
-    return Shape("ring", build)
+        return grudge_of(nodes)
+    return Shape(name, build)
+
+
+def ring(pool: Selector = all_nodes) -> Shape:
+    return _shuffled("ring", pool, ring_grudge)
 
 
 def bridge(pool: Selector = all_nodes) -> Shape:
-    def build(ctx: FaultContext) -> Grudge:
-        nodes = list(pool(ctx))
-        ctx.rng.shuffle(nodes)
-        return bridge_grudge(nodes)
-    return Shape("bridge", build)
+    return _shuffled("bridge", pool, bridge_grudge)
 
 
 def isolate_leader(topic: str, partition: int = 0, pool: Selector = all_nodes) -> Shape:
