@@ -135,17 +135,24 @@ def check_files(loc: RunLocation) -> HistoryFiles:
     return HistoryFiles(tables, notes)
 
 
-def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict) -> None:
+def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict,
+                 extra: dict | None = None) -> dict:
     """Enumerated values and (when footers lack statistics) non-null columns, with Spark.
 
-    One aggregation per table; only when something is wrong a second query finds
-    the first file holding the bad value. Raises HistoryInvalid.
+    One aggregation per table, which also computes the caller's `extra`
+    aggregations (table → [named Column]) so the history is scanned once; their
+    values are returned (table → {name: value}; {} for an empty table). Only
+    when something is wrong a second query finds the first file holding the bad
+    value. Raises HistoryInvalid.
     """
     from pyspark.sql import functions as F
 
     problems: list[str] = []
+    results: dict[str, dict] = {}
     for table, df in frames.items():
+        wanted = list((extra or {}).get(table, []))
         if history.tables[table].rows == 0:
+            results[table] = {}
             continue
         enum_cols = [col for (t, col) in ENUMS if t == table]
         null_cols = sorted(history.tables[table].nulls_unknown)
@@ -156,11 +163,13 @@ def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict) -
             checks.append((col, bad, f"has value(s) outside {allowed}"))
         for col in null_cols:
             checks.append((col, F.col(col).isNull(), "has null value(s) but may not be null"))
-        if not checks:
+        if not checks and not wanted:
+            results[table] = {}
             continue
         aggs = [F.sum(F.when(bad, 1).otherwise(0)).alias(f"bad_{i}")
                 for i, (_, bad, _) in enumerate(checks)]
-        row = df.agg(*aggs).collect()[0]
+        row = df.agg(*aggs, *wanted).collect()[0].asDict()
+        results[table] = {k: v for k, v in row.items() if not k.startswith("bad_")}
         for i, (col, bad, what) in enumerate(checks):
             n = row[f"bad_{i}"] or 0
             if not n:
@@ -175,3 +184,4 @@ def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict) -
                             + (f" (also in {', '.join(files[1:])})" if len(files) > 1 else ""))
     if problems:
         raise HistoryInvalid(problems)
+    return results

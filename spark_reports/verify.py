@@ -207,21 +207,20 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
     from pyspark.sql import functions as F
 
     from spark_reports import metrics as M
-    from spark_reports.reconcile import (anomaly_frames, build_views, history_counts,
-                                         topic_catalog, write_anomalies)
+    from spark_reports.reconcile import (anomaly_frames, build_views, count_aggregations,
+                                         counts_from, topic_catalog, write_anomalies)
     from spark_reports.tables import read_tables
     from spark_reports.timeline import parse_events
 
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
-    check_values(spark, loc, history, frames)
+    # one scan per table: enum/null checks and the counts together
+    scanned = check_values(spark, loc, history, frames, count_aggregations())
     step("validate")
     produced, consumed = frames["produced"], frames["consumed"]
-    first = produced.select("run_id").limit(1).collect()
-    if first:
-        summary["run_id"] = first[0]["run_id"]
-
-    counts = history_counts(produced, consumed, frames["commits"])
+    if scanned.get("produced", {}).get("run_id") is not None:
+        summary["run_id"] = scanned["produced"]["run_id"]
+    counts = counts_from(scanned)
     step("counts")
     topics = topic_catalog(consumed)
     if topics is None:
