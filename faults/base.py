@@ -84,6 +84,9 @@ class BaseFault:
         self.healed = False
         # What heal saw (e.g. whether the broker survived a full disk); heal row only.
         self.heal_notes: dict[str, Any] = {}
+        # When set, inject() holds the fault this long and then heals it itself
+        # (a pause held for N seconds, a kill restarted after N seconds).
+        self.heal_after_s: float | None = None
 
     # -- protocol --------------------------------------------------------
     def inject(self, ctx: FaultContext) -> None:
@@ -103,6 +106,9 @@ class BaseFault:
             # heal row that follows always has its partner.
             ctx.emit("fault", self.name, target_names(self.targets) or None,
                      ts_us=self.injected_at_us, **self._event_detail())
+        if self.heal_after_s is not None:
+            time.sleep(self.heal_after_s)
+            self.heal(ctx)
 
     def heal(self, ctx: FaultContext) -> None:
         """Undo the fault. Idempotent. The `heal` row is written only once the

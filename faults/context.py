@@ -16,15 +16,11 @@ def network_gateway(network_name: str) -> str | None:
     client connections to containers on it (internal networks have no
     default route inside the containers, so ask Docker)."""
     try:
-        import docker
-        client = docker.from_env()
-        try:
-            net = client.networks.get(network_name)
-            for cfg in net.attrs.get("IPAM", {}).get("Config") or []:
-                if cfg.get("Gateway"):
-                    return cfg["Gateway"]
-        finally:
-            client.close()
+        from clusters.docker_env import docker_client
+        net = docker_client().networks.get(network_name)
+        for cfg in net.attrs.get("IPAM", {}).get("Config") or []:
+            if cfg.get("Gateway"):
+                return cfg["Gateway"]
     except Exception:  # noqa: BLE001 - no Docker / unknown network: fall back to routes
         return None
     return None

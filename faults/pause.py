@@ -5,7 +5,6 @@ broker session timeout, or `zookeeper.session.timeout.ms`.
 """
 from __future__ import annotations
 
-import time
 
 from faults.base import BaseFault, FaultContext, FaultError, sh
 from faults.selectors import Selector
@@ -36,6 +35,7 @@ class Pause(BaseFault):
         if method not in (DOCKER, SIGSTOP):
             raise FaultError(f"method must be {DOCKER!r} or {SIGSTOP!r}, got {method!r}")
         self.selector, self.method, self.hold_s = selector, method, hold_s
+        self.heal_after_s = hold_s
 
     def _inject(self, ctx: FaultContext) -> None:
         self.targets = list(self.selector(ctx))
@@ -48,12 +48,6 @@ class Pause(BaseFault):
                 node.pause()
             else:
                 sh(node, STOP_SCRIPT)
-
-    def inject(self, ctx: FaultContext) -> None:
-        super().inject(ctx)
-        if self.hold_s is not None:
-            time.sleep(self.hold_s)
-            self.heal(ctx)
 
     def _heal(self, ctx: FaultContext) -> None:
         for node in self.targets:

@@ -40,6 +40,7 @@ class Kill(BaseFault):
         self.selector = selector
         self.signal = signal
         self.restart_after_s = restart_after_s
+        self.heal_after_s = restart_after_s
         self.stop_timeout_s = stop_timeout_s
 
     def _inject(self, ctx: FaultContext) -> None:
@@ -48,12 +49,6 @@ class Kill(BaseFault):
                        "node_ids": [n.node_id for n in self.targets]}
         for node in self.targets:
             stop_node(node, self.signal, self.stop_timeout_s)
-
-    def inject(self, ctx: FaultContext) -> None:
-        super().inject(ctx)
-        if self.restart_after_s is not None:
-            time.sleep(self.restart_after_s)
-            self.heal(ctx)
 
     def _heal(self, ctx: FaultContext) -> None:
         for node in self.targets:
