@@ -19,6 +19,10 @@ FAST = {
     "broker.session.timeout.ms": "6000",
     "broker.heartbeat.interval.ms": "1000",
     "zookeeper.session.timeout.ms": "6000",
+    # No preferred-leader election: a KRaft controller runs its first imbalance check
+    # at once (not after the interval), which would hand leadership straight back to
+    # a restarted preferred leader and make "leadership moved" checks race with it.
+    "auto.leader.rebalance.enable": "false",
     "leader.imbalance.check.interval.seconds": "3600",
 }
 FAST_KRAFT = {k: v for k, v in FAST.items() if not k.startswith("zookeeper")}
