@@ -91,12 +91,6 @@ def latencies(records: DataFrame) -> dict:
     return {"ack_latency_ms": percentiles(by["ack"]), "e2e_latency_ms": percentiles(by["e2e"])}
 
 
-def run_bounds(records: DataFrame) -> tuple[int | None, int | None]:
-    row = records.agg(F.min("send_ts_us").alias("lo"),
-                      F.max(F.greatest("send_ts_us", "ack_ts_us")).alias("hi")).collect()[0]
-    return row["lo"], row["hi"]
-
-
 def fault_latencies(spark, records: DataFrame, tl: Timeline) -> dict[str, dict]:
     """Ack and end-to-end latency of the records sent inside each fault window."""
     if not tl.faults:

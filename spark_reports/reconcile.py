@@ -1,19 +1,24 @@
 """The anomaly computation: the spec's counting rules, literally, in Spark.
 
-Three intermediate views carry every rule (each computed once and persisted):
+Three intermediate views carry every rule. Each is computed once and written
+as Parquet under report/_views/ (removed at the end), then read back: measured
+at 10 M records, writing the per-record view took 23 s where persisting it in
+Spark's cache (MEMORY_AND_DISK, which spills) took 99 s.
 
 - `records`  one row per record_id, produced ⟗ consumed: status, transaction,
              the record's *position* and how it was consumed.
-- `offsets`  one row per consumed (topic, partition, offset): whether more than
-             one record_id was seen there, whether the drain saw it.
-- `groups`   one row per (group, topic, partition, offset) delivered in `run`.
+- `offsets`  one row per consumed (topic, partition, offset): which
+             record_ids were seen there (as hashes), whether the drain saw it.
+- `groups`   one row per (group, topic, partition, offset) delivered in `run`
+             or drained below the group's highest accepted commit.
 
-Each anomaly is a filter or small join of those; its offending rows are
-written straight to Parquet by Spark and the count is taken from what was
-written, so summary.json and report/anomalies/ cannot disagree. Only counts
-and a few sample rows come back to the driver. The aggregations over the big
-tables use fixed-width buffers (longs, 64-bit hashes), which Spark runs as hash
-aggregations, except the per-record position minimum (a struct; see below).
+The anomaly kinds are computed from these views in spark_reports/anomalies.py.
+The aggregations over the big tables use fixed-width buffers (longs, 64-bit
+hashes), which Spark runs as hash aggregations, except the per-record position
+minimum (a struct; see below). Two rules that read like joins of two big
+tables are not: overwritten checks only the acked records not found alone at
+their own offset, and skipped folds drained offsets below a commit and run
+deliveries into one aggregation (see _groups).
 
 Readings of the spec chosen here:
 - position: the drain's (topic, partition, offset) for the record, else the
@@ -33,40 +38,16 @@ Readings of the spec chosen here:
   a record of an aborted transaction (the drain's lowest record_id there) that
   a read_committed group (any of its run rows read_committed) must not see.
 - redelivered: only rows with a non-null group_id ("to one group").
-
-Rows written per kind (count rule in COUNT_BY): lost, recovered, unexpected,
-aborted_read, reordered: one row per record; overwritten: one row per
-(record, other delivery at its offset); duplicate and divergent: every
-delivery involved; skipped and redelivered: one row per (group, position).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark import StorageLevel
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from spark_reports.storage import RunLocation
 
-KINDS = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-         "aborted_read", "skipped", "redelivered", "recovered")
-
-# How each kind is counted from its written rows: distinct keys, or a sum.
-COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "lost": ("distinct", ("record_id",)),
-    "overwritten": ("distinct", ("record_id",)),
-    "duplicate": ("distinct", ("record_id",)),
-    "reordered": ("distinct", ("record_id",)),
-    "unexpected": ("distinct", ("record_id",)),
-    "divergent": ("distinct", ("topic", "partition", "offset")),
-    "aborted_read": ("distinct", ("record_id",)),
-    "skipped": ("distinct", ("group_id", "topic", "partition", "offset")),
-    "redelivered": ("sum", ("extra_deliveries",)),
-    "recovered": ("distinct", ("record_id",)),
-}
-
-SAMPLE_ROWS = 20
 
 
 @dataclass
@@ -74,10 +55,55 @@ class Views:
     records: DataFrame
     offsets: DataFrame
     groups: DataFrame
+    # Row counts observed while the views were written (no extra job): how many
+    # records were consumed at two positions, acked records not found at their own
+    # offset, divergent offsets, and drained offsets a group committed past without
+    # receiving them; plus the run's first send and last send-or-ack.
+    sizes: dict
 
-    def unpersist(self) -> None:
-        for df in (self.records, self.offsets, self.groups):
-            df.unpersist()
+
+class Scratch:
+    """Where the views are written: report/_views/<name>/, removed by `remove`."""
+
+    def __init__(self, spark, loc: RunLocation):
+        self.spark, self.loc = spark, loc
+
+    def materialize(self, name: str, df: DataFrame, observe: dict | None = None
+                    ) -> tuple[DataFrame, dict]:
+        """Write df, read it back; `observe` (name -> aggregate Column) is computed
+        during the write itself."""
+        from pyspark.sql import Observation
+
+        path = self.loc.spark_path("report", "_views", name)
+        obs = None
+        if observe:
+            obs = Observation(name)
+            df = df.observe(obs, *[c.alias(k) for k, c in observe.items()])
+        df.write.mode("overwrite").parquet(path)
+        return self.spark.read.parquet(path), (dict(obs.get) if obs else {})
+
+    def remove(self) -> None:
+        if self.loc.exists("report", "_views"):
+            self.loc.fs.delete_dir(self.loc.path("report", "_views"))
+
+
+# Every big aggregation here is preceded by an explicit repartition on (a subset of)
+# its keys. Its keys are nearly unique, so Spark's map-side partial aggregation
+# would only cost: measured at 10 M records, grouping 20 M consumed rows by offset
+# took 30 s, repartitioning first and then grouping 16.5 s.
+
+# A small side of a join is broadcast (the big side is then scanned, not shuffled).
+# The planner cannot know a filtered view is small; its size was observed when the
+# view was written.
+BROADCAST_MAX_ROWS = 1_000_000
+
+
+def small(df: DataFrame, rows: int | None) -> DataFrame:
+    return F.broadcast(df) if rows is not None and rows <= BROADCAST_MAX_ROWS else df
+
+
+def _n(cond) -> "F.Column":
+    return F.coalesce(F.sum(cond.cast("long")), F.lit(0))
 
 
 # A record's position is the minimum of (rank, position) per record_id, with
@@ -105,6 +131,31 @@ def topic_catalog(consumed: DataFrame) -> list[str] | None:
     return sorted(r["topic"] for r in rows)
 
 
+def _positions(consumed: DataFrame, topics: list[str] | None) -> DataFrame:
+    """One row per (record_id, position) consumed. Only narrow columns are shuffled
+    (by record_id, once): the position packed into one long when it fits, phase and
+    isolation as flags; the per-record aggregation and the join with produced then
+    all run on that one partitioning."""
+    pos = [F.col("topic"), F.col("partition"), F.col("offset")]
+    if topics is not None:
+        names = F.array(*[F.lit(t) for t in topics])
+        pos = [((F.array_position(names, F.col("topic")) - 1) * (1 << 56)
+                + F.col("partition").cast("long") * (1 << 40) + F.col("offset")).alias("packed")]
+    c = (consumed.where(F.col("record_id").isNotNull())
+         .select("record_id", *pos, "recv_ts_us",
+                 (F.col("phase") == "drain").alias("is_drain"),
+                 (F.col("phase") == "run").alias("is_run"),
+                 (F.col("isolation") == "read_committed").cast("int").alias("rc"))
+         .repartition("record_id"))
+    keys = ["topic", "partition", "offset"] if topics is None else ["packed"]
+    return c.groupBy("record_id", *keys).agg(
+        F.min(F.when(F.col("is_drain"), F.col("recv_ts_us"))).alias("drain_first_us"),
+        F.min("recv_ts_us").alias("first_us"),
+        F.min(F.when(F.col("is_run"), F.col("recv_ts_us"))).alias("first_run_us"),
+        F.max("rc").alias("read_committed"),
+        F.count(F.lit(1)).alias("deliveries"))
+
+
 def _per_record(positions: DataFrame, topics: list[str] | None) -> DataFrame:
     rank = ((F.col("drain_first_us").isNull().cast("long") * (1 << 52))
             + F.coalesce("drain_first_us", "first_us"))
@@ -121,9 +172,7 @@ def _per_record(positions: DataFrame, topics: list[str] | None) -> DataFrame:
             F.col("pos.partition").alias("pos_partition"), F.col("pos.offset").alias("pos_offset"),
             (F.col("pos.rank") < (1 << 52)).alias("pos_from_drain"))
     names = F.array(*[F.lit(t) for t in topics])
-    packed = ((F.array_position(names, F.col("topic")) - 1) * (1 << 56)
-              + F.col("partition").cast("long") * (1 << 40) + F.col("offset"))
-    best = F.min(F.struct(rank.alias("rank"), packed.alias("packed"))).alias("best")
+    best = F.min(F.struct(rank.alias("rank"), F.col("packed").alias("packed"))).alias("best")
     low = F.col("best.packed")
     return positions.groupBy("record_id").agg(*common, best).select(
         *keep, F.element_at(names, F.shiftright(low, 56).cast("int") + 1).alias("pos_topic"),
@@ -140,172 +189,81 @@ def _h2():
     return F.when(F.col("record_id").isNotNull(), F.xxhash64(F.lit("harness"), "record_id"))
 
 
-def build_views(produced: DataFrame, consumed: DataFrame, topics: list[str] | None) -> Views:
-    # Shuffled once by record_id: the per-position and the per-record aggregation
-    # (and the join with produced) then all run on that one partitioning.
-    c = consumed.where(F.col("record_id").isNotNull()).repartition("record_id")
-    is_drain = F.col("phase") == "drain"
-    positions = c.groupBy("record_id", "topic", "partition", "offset").agg(
-        F.min(F.when(is_drain, F.col("recv_ts_us"))).alias("drain_first_us"),
-        F.min("recv_ts_us").alias("first_us"),
-        F.min(F.when(F.col("phase") == "run", F.col("recv_ts_us"))).alias("first_run_us"),
-        F.max((F.col("isolation") == "read_committed").cast("int")).alias("read_committed"),
-        F.count(F.lit(1)).alias("deliveries"))
-    p = produced.select("record_id", "producer", "seq", "key", "topic", "partition", "offset",
-                        "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq",
-                        "txn_outcome")
-    records = p.join(_per_record(positions, topics), "record_id", "full_outer")
-
-    # Which record_ids were seen at an offset, as min/max of two independent 64-bit
-    # hashes (fixed-width, so a hash aggregation): two different record_ids look the
-    # same only if both hashes collide (~2^-128).
-    offsets = consumed.groupBy("topic", "partition", "offset").agg(
-        F.min(_h1()).alias("h1_min"), F.max(_h1()).alias("h1_max"),
-        F.min(_h2()).alias("h2_min"), F.max(_h2()).alias("h2_max"),
-        F.max(F.col("record_id").isNull().cast("int")).alias("has_foreign"),
-        F.max(is_drain.cast("int")).alias("drain_seen"))
-
-    groups = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
-              .groupBy("group_id", "topic", "partition", "offset")
-              .agg(F.count(F.lit(1)).alias("deliveries")))
-
-    level = StorageLevel.MEMORY_AND_DISK
-    return Views(records.persist(level), offsets.persist(level), groups.persist(level))
+def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
+                topics: list[str] | None, materialize) -> Views:
+    """materialize(name, df, observe) -> (df, observed): writes a view, reads it back."""
+    positions = _positions(consumed, topics)
+    p = produced.select(*PRODUCED_COLS)
+    records, sizes = materialize(
+        "records", p.join(_per_record(positions, topics), "record_id", "full_outer"),
+        {"duplicate_ids": _n(F.col("n_positions") >= 2),
+         "moved_acked": _n(ACKED_AT() & ~AT_OWN_OFFSET()),
+         "run_start_us": F.min("send_ts_us"),
+         "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))})
+    offsets, seen = materialize("offsets", _offsets(consumed),
+                                {"divergent_offsets": _n(DIVERGENT())})
+    groups, missed = materialize("groups", _groups(consumed, commits, offsets),
+                                 {"missed": _n(MISSED())})
+    return Views(records, offsets, groups, {**sizes, **seen, **missed})
 
 
-def anomaly_frames(v: Views, consumed: DataFrame, commits: DataFrame) -> dict[str, DataFrame]:
-    """Every offending row per kind (not yet computed: Spark writes them)."""
-    r = v.records
-    produced_cols = ["record_id", "producer", "seq", "key", "topic", "partition", "offset",
-                     "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq",
-                     "txn_outcome"]
-    pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
-    consumed_at = F.col("n_positions").isNotNull()
-    out: dict[str, DataFrame] = {}
+PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "offset",
+                 "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome")
+OFFSET = ("topic", "partition", "offset")
 
-    out["lost"] = r.where((F.col("status") == "acked") & ~consumed_at).select(*produced_cols)
-
-    out["recovered"] = r.where((F.col("status") == "indeterminate") & consumed_at).select(
-        *produced_cols, *pos_cols, "deliveries")
-
-    out["unexpected"] = r.where(consumed_at & (
-        F.col("producer").isNull() | ((F.col("status") == "failed") & F.col("txn_id").isNull()))
-    ).select(F.when(F.col("producer").isNull(), F.lit("never sent"))
-             .otherwise(F.lit("failed outside a transaction")).alias("reason"),
-             *produced_cols, *pos_cols, "deliveries")
-
-    out["aborted_read"] = r.where((F.col("read_committed_seen") == 1)
-                                  & (F.col("txn_outcome") == "aborted")).select(
-        *produced_cols, *pos_cols)
-
-    out["duplicate"] = (r.where(F.col("n_positions") >= 2)
-                        .select("record_id", "producer", "seq", "status", "n_positions")
-                        .join(consumed.select("record_id", "topic", "partition", "offset",
-                                              "consumer", "group_id", "phase", "recv_ts_us"),
-                              "record_id"))
-
-    earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
-               .rowsBetween(Window.unboundedPreceding, -1))
-    out["reordered"] = (r.where(F.col("producer").isNotNull() & consumed_at)
-                        .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
-                        .where(F.col("pos_offset") < F.col("earlier_max_offset"))
-                        .select("record_id", "producer", "seq", "status", *pos_cols,
-                                "earlier_max_offset"))
-
-    acked_at = (r.where((F.col("status") == "acked") & F.col("offset").isNotNull()
-                        & F.col("partition").isNotNull())
-                .select("record_id", "producer", "seq", "topic", "partition", "offset",
-                        "send_ts_us", "ack_ts_us"))
-    h1, h2 = F.xxhash64("record_id"), F.xxhash64(F.lit("harness"), "record_id")
-    other_seen = ((F.col("has_foreign") == 1) | (F.col("h1_min") != h1) | (F.col("h1_max") != h1)
-                  | (F.col("h2_min") != h2) | (F.col("h2_max") != h2))
-    overwritten = acked_at.join(v.offsets, ["topic", "partition", "offset"]).where(other_seen)
-    others = consumed.select("topic", "partition", "offset",
-                             F.col("record_id").alias("consumed_record_id"),
-                             F.col("consumer").alias("consumed_by"))
-    out["overwritten"] = (overwritten.select(*acked_at.columns)
-                          .join(others, ["topic", "partition", "offset"])
-                          .where(F.col("consumed_record_id").isNull()
-                                 | (F.col("consumed_record_id") != F.col("record_id"))))
-
-    divergent_at = v.offsets.where(
-        (F.col("h1_min") != F.col("h1_max")) | (F.col("h2_min") != F.col("h2_max"))
-        | ((F.col("has_foreign") == 1) & F.col("h1_min").isNotNull())
-    ).select("topic", "partition", "offset")
-    out["divergent"] = consumed.join(divergent_at, ["topic", "partition", "offset"]).select(
-        "topic", "partition", "offset", "record_id", "consumer", "group_id", "phase",
-        "isolation", "recv_ts_us")
-
-    out["redelivered"] = v.groups.where(F.col("deliveries") > 1).select(
-        "group_id", "topic", "partition", "offset", "deliveries",
-        (F.col("deliveries") - 1).alias("extra_deliveries"))
-
-    out["skipped"] = skipped_frame(v, consumed, commits)
-    return out
+# Conditions shared by the views' observed sizes and the anomaly frames (functions:
+# a Column needs a live SparkContext).
+def ACKED_AT():  # noqa: N802 - an acked record with a known offset
+    return ((F.col("status") == "acked") & F.col("offset").isNotNull()
+            & F.col("partition").isNotNull())
 
 
-def skipped_frame(v: Views, consumed: DataFrame, commits: DataFrame) -> DataFrame:
+def AT_OWN_OFFSET():  # noqa: N802 - its position is exactly its acked offset
+    return (F.col("pos_topic").eqNullSafe(F.col("topic"))
+            & F.col("pos_partition").eqNullSafe(F.col("partition"))
+            & F.col("pos_offset").eqNullSafe(F.col("offset")))
+
+
+def DIVERGENT():  # noqa: N802 - more than one value seen (a foreign payload is one)
+    return ((F.col("h1_min") != F.col("h1_max")) | (F.col("h2_min") != F.col("h2_max"))
+            | ((F.col("has_foreign") == 1) & F.col("h1_min").isNotNull()))
+
+
+def MISSED():  # noqa: N802 - drained below the group's highest commit, never received in run
+    return F.col("committed_offset").isNotNull() & (F.col("deliveries") == 0)
+
+
+def _offsets(consumed: DataFrame) -> DataFrame:
+    """Per consumed offset: the record_ids seen there (min/max of two independent 64-bit
+    hashes, fixed-width, so a hash aggregation: two different record_ids look the same
+    only if both hashes collide, ~2^-128), whether any payload there was foreign, and
+    whether the drain saw it."""
+    return (consumed.select(*OFFSET, _h1().alias("h1"), _h2().alias("h2"),
+                            F.col("record_id").isNull().cast("int").alias("foreign"),
+                            (F.col("phase") == "drain").cast("int").alias("drain"))
+            .repartition(*OFFSET).groupBy(*OFFSET).agg(
+                F.min("h1").alias("h1_min"), F.max("h1").alias("h1_max"),
+                F.min("h2").alias("h2_min"), F.max("h2").alias("h2_max"),
+                F.max("foreign").alias("has_foreign"), F.max("drain").alias("drain_seen")))
+
+
+def _groups(consumed: DataFrame, commits: DataFrame, offsets: DataFrame) -> DataFrame:
+    """Per (group, offset): deliveries in `run`, and for offsets the drain saw below the
+    group's highest accepted commit, that commit. Both in one aggregation, so the
+    "drained but never received" rows need no anti-join of two big tables."""
     high = (commits.where(F.col("ok") & F.col("group_id").isNotNull()
                           & (F.col("consumer") != "drain"))
             .groupBy("group_id", "topic", "partition")
             .agg(F.max("offset").alias("committed_offset")))
-    group_rc = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
-                .groupBy("group_id")
-                .agg(F.max((F.col("isolation") == "read_committed").cast("int"))
-                     .alias("group_read_committed")))
-    drain_at = v.offsets.where(F.col("drain_seen") == 1).select("topic", "partition", "offset")
-    below = (drain_at.join(F.broadcast(high), ["topic", "partition"])
-             .where(F.col("offset") < F.col("committed_offset")))
-    missed = below.join(v.groups, ["group_id", "topic", "partition", "offset"], "left_anti")
-    # the record the drain saw there (lowest record_id if it saw several)
-    drained = consumed.where((F.col("phase") == "drain") & F.col("record_id").isNotNull()).select(
-        "topic", "partition", "offset", F.col("record_id").alias("drain_record_id"))
-    missed = (missed.join(drained, ["topic", "partition", "offset"], "left")
-              .groupBy("group_id", "topic", "partition", "offset", "committed_offset")
-              .agg(F.min("drain_record_id").alias("drain_record_id")))
-    aborted = v.records.where(F.col("txn_outcome") == "aborted").select(
-        F.col("record_id").alias("drain_record_id"), F.lit(1).alias("drain_record_aborted"))
-    return (missed.join(aborted, "drain_record_id", "left")
-            .join(F.broadcast(group_rc), "group_id", "left")
-            .where(~(F.coalesce(F.col("drain_record_aborted"), F.lit(0)) == 1)
-                   | ~(F.coalesce(F.col("group_read_committed"), F.lit(0)) == 1))
-            .select("group_id", "topic", "partition", "offset", "committed_offset",
-                    "drain_record_id"))
-
-
-@dataclass
-class AnomalyResult:
-    counts: dict[str, int]
-    samples: dict[str, list[dict]]
-    columns: dict[str, list[str]]
-
-
-def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation,
-                    step=lambda name: None) -> AnomalyResult:
-    """Write every kind's rows under report/anomalies/<kind>/ and count them from the files."""
-    counts: dict[str, int] = {}
-    samples: dict[str, list[dict]] = {}
-    columns: dict[str, list[str]] = {}
-    for kind in KINDS:
-        path = loc.spark_path("report", "anomalies", kind)
-        frames[kind].write.mode("overwrite").parquet(path)
-        written = spark.read.parquet(path)
-        how, keys = COUNT_BY[kind]
-        # Most kinds are empty or small: when fewer than SAMPLE_ROWS + 1 rows were
-        # written, the sample *is* every row, so count it here instead of in a job.
-        head = [r.asDict(recursive=True) for r in written.limit(SAMPLE_ROWS + 1).collect()]
-        if len(head) <= SAMPLE_ROWS:
-            n = (sum(r[keys[0]] or 0 for r in head) if how == "sum"
-                 else len({tuple(r[k] for k in keys) for r in head}))
-        elif how == "sum":
-            n = written.agg(F.sum(keys[0])).collect()[0][0] or 0
-        else:
-            n = written.select(*keys).distinct().count()
-        counts[kind] = int(n)
-        columns[kind] = written.columns
-        samples[kind] = head[:SAMPLE_ROWS] if n else []
-        step(f"anomalies.{kind}")
-    return AnomalyResult(counts, samples, columns)
+    delivered = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
+                 .select("group_id", *OFFSET, F.lit(1).alias("n"),
+                         F.lit(None).cast("long").alias("committed_offset")))
+    below = (offsets.where(F.col("drain_seen") == 1).select(*OFFSET)
+             .join(F.broadcast(high), ["topic", "partition"])
+             .where(F.col("offset") < F.col("committed_offset"))
+             .select("group_id", *OFFSET, F.lit(0).alias("n"), "committed_offset"))
+    return (delivered.unionByName(below).repartition(*OFFSET).groupBy("group_id", *OFFSET)
+            .agg(F.sum("n").alias("deliveries"), F.max("committed_offset").alias("committed_offset")))
 
 
 COUNT_NAMES = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",

@@ -207,8 +207,9 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
     from pyspark.sql import functions as F
 
     from spark_reports import metrics as M
-    from spark_reports.reconcile import (anomaly_frames, build_views, count_aggregations,
-                                         counts_from, topic_catalog, write_anomalies)
+    from spark_reports.anomalies import anomaly_frames, write_anomalies
+    from spark_reports.reconcile import (Scratch, build_views, count_aggregations, counts_from,
+                                         topic_catalog)
     from spark_reports.tables import read_tables
     from spark_reports.timeline import parse_events
 
@@ -226,14 +227,20 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
     if topics is None:
         summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
                                 "position key: positions computed on the slower struct path")
-    views = build_views(produced, consumed, topics)
+    scratch = Scratch(spark, loc)
+
+    def materialize(name, df, observe=None):
+        out = scratch.materialize(name, df, observe)
+        step(f"view.{name}")
+        return out
+
     try:
-        result = write_anomalies(spark, anomaly_frames(views, consumed, frames["commits"]), loc,
-                                 step)
+        views = build_views(produced, consumed, frames["commits"], topics, materialize)
+        result = write_anomalies(spark, anomaly_frames(views, consumed, materialize), loc, step)
         summary["counts"] = counts
         summary["anomalies"] = {k: result.counts[k] for k in KINDS_ORDER}
 
-        run_start, run_end = M.run_bounds(views.records)
+        run_start, run_end = views.sizes["run_start_us"], views.sizes["run_end_us"]
         event_rows = [r.asDict() for r in frames["events"]
                       .select("ts_us", "kind", "name", "target", "detail").collect()]
         tl = parse_events(event_rows, run_end)
@@ -252,7 +259,7 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
         recov = M.recovery(spark, views.records, tl, all_parts)
         step("recovery")
     finally:
-        views.unpersist()
+        scratch.remove()
     active = [s for s in per_sec if s["acked"] or s["sent"]]
     summary["metrics"] = {
         **lat,

@@ -32,7 +32,7 @@ from typing import Any
 import yaml
 
 from harness.errors import SpecError
-from spark_reports.reconcile import KINDS
+from spark_reports.anomalies import KINDS
 from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from histories import T0, History
 
-from spark_reports.reconcile import COUNT_BY, KINDS
+from spark_reports.anomalies import COUNT_BY, KINDS
 from verifiers.expectations import ExpectationSet, parse_expectation
 
 pytestmark = pytest.mark.spark
@@ -57,6 +57,16 @@ def build(h: History) -> None:
     b = h.send(t, "ow-p", 1, offset=1)
     c = h.send(t, "ow-q", 0, offset=1)
     h.drain(t, 0, 0, a); h.drain(t, 0, 1, c)
+    del b
+
+    # two records acked at the same offset (a truncated leader acked one of them);
+    # the log holds a there, so only b is overwritten. a is also read at 0 by a run
+    # consumer and b nowhere: b is lost too. c, read at its own offset only, is fine.
+    t = case("ow_same_offset", overwritten=1, lost=1)
+    a = h.send(t, "ows-p", 0, offset=0)
+    b = h.send(t, "ows-q", 0, offset=0)
+    c = h.send(t, "ows-p", 1, offset=1)
+    h.consume(t, 0, 0, a); h.drain(t, 0, 0, a); h.drain(t, 0, 1, c)
     del b
 
     # overwritten by a foreign payload (null record_id) — also a lost record.
@@ -253,7 +263,8 @@ def test_summary_totals_are_the_sum_of_the_cases(verified):
 def test_verdict_names_each_failure(verified):
     _, summary = verified
     assert summary["verdict"]["status"] == "failed"
-    assert summary["verdict"]["failures"] == [f"lost: {EXPECTED['lost']['lost'] + 2} > 0",
+    lost = sum(e.get("lost", 0) for e in EXPECTED.values())
+    assert summary["verdict"]["failures"] == [f"lost: {lost} > 0",
                                               "skipped: 3 > 0"]
 
 

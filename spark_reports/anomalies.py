@@ -1,0 +1,225 @@
+"""Every anomaly kind's offending rows, from the views (spark_reports/reconcile.py).
+
+Lost, recovered, unexpected, aborted_read, reordered and redelivered are
+filters of one view. The others need rows of the consumed table (every
+delivery of a duplicate, every delivery at a divergent offset, what was read
+at an overwritten record's offset, what the drain saw where a group skipped):
+those rows are found in **one** scan of consumed, against small key sets
+whose sizes were observed when the views were written, and kept as the
+`watched` view. A kind whose key set is empty (the usual case in a passing
+run) costs no job at all. Spark writes each kind's rows to
+report/anomalies/<kind>/ and the count is taken from what was written, so
+summary.json and the Parquet cannot disagree.
+
+Rows written per kind (count rule in COUNT_BY): lost, recovered, unexpected,
+aborted_read, reordered: one row per record; overwritten: one row per
+(record, other delivery at its offset); duplicate and divergent: every
+delivery involved; skipped and redelivered: one row per (group, position).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_reports.reconcile import (ACKED_AT, AT_OWN_OFFSET, DIVERGENT, MISSED, OFFSET,
+                                     PRODUCED_COLS, Views, small)
+from spark_reports.storage import RunLocation
+
+KINDS = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
+         "aborted_read", "skipped", "redelivered", "recovered")
+
+# How each kind is counted from its written rows: distinct keys, or a sum.
+COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
+    "lost": ("distinct", ("record_id",)),
+    "overwritten": ("distinct", ("record_id",)),
+    "duplicate": ("distinct", ("record_id",)),
+    "reordered": ("distinct", ("record_id",)),
+    "unexpected": ("distinct", ("record_id",)),
+    "divergent": ("distinct", ("topic", "partition", "offset")),
+    "aborted_read": ("distinct", ("record_id",)),
+    "skipped": ("distinct", ("group_id", "topic", "partition", "offset")),
+    "redelivered": ("sum", ("extra_deliveries",)),
+    "recovered": ("distinct", ("record_id",)),
+}
+
+SAMPLE_ROWS = 20
+OW_COLS = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
+
+
+def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, DataFrame]:
+    """Every offending row per kind (not yet computed: write_anomalies writes them).
+    materialize(name, df, observe) -> (df, observed), as for the views."""
+    r, n = v.records, v.sizes
+    produced_cols = list(PRODUCED_COLS)
+    pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
+    consumed_at = F.col("n_positions").isNotNull()
+    out: dict[str, DataFrame] = {}
+
+    out["lost"] = r.where((F.col("status") == "acked") & ~consumed_at).select(*produced_cols)
+
+    out["recovered"] = r.where((F.col("status") == "indeterminate") & consumed_at).select(
+        *produced_cols, *pos_cols, "deliveries")
+
+    out["unexpected"] = r.where(consumed_at & (
+        F.col("producer").isNull() | ((F.col("status") == "failed") & F.col("txn_id").isNull()))
+    ).select(F.when(F.col("producer").isNull(), F.lit("never sent"))
+             .otherwise(F.lit("failed outside a transaction")).alias("reason"),
+             *produced_cols, *pos_cols, "deliveries")
+
+    out["aborted_read"] = r.where((F.col("read_committed_seen") == 1)
+                                  & (F.col("txn_outcome") == "aborted")).select(
+        *produced_cols, *pos_cols)
+
+    earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    out["reordered"] = (r.where(F.col("producer").isNotNull() & consumed_at)
+                        .select("record_id", "producer", "seq", "status", *pos_cols)
+                        .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
+                        .where(F.col("pos_offset") < F.col("earlier_max_offset")))
+
+    out["redelivered"] = v.groups.where(F.col("deliveries") > 1).select(
+        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"))
+
+    # The small key sets, and the one scan of consumed that serves them all.
+    dup = r.where(F.col("n_positions") >= 2).select("record_id", "producer", "seq", "status",
+                                                    "n_positions")
+    divergent_at = v.offsets.where(DIVERGENT()).select(*OFFSET)
+    candidates, n_candidates = _overwrite_candidates(v, divergent_at, materialize)
+    missed = v.groups.where(MISSED()).select("group_id", *OFFSET, "committed_offset")
+    offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
+        (divergent_at, n["divergent_offsets"]), (candidates, n_candidates),
+        (missed, n["missed"])) if rows]
+    watched = _watched(consumed, offset_sets, (dup.select("record_id"), n["duplicate_ids"]),
+                       materialize)
+
+    out["duplicate"] = _unless_none(n["duplicate_ids"], watched.join(
+        small(dup, n["duplicate_ids"]), "record_id").select(
+        "record_id", "producer", "seq", "status", "n_positions", *OFFSET, "consumer",
+        "group_id", "phase", "recv_ts_us"))
+
+    out["divergent"] = _unless_none(n["divergent_offsets"], watched.join(
+        small(divergent_at, n["divergent_offsets"]), list(OFFSET)).select(
+        *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"))
+
+    out["overwritten"] = _unless_none(n_candidates, (
+        watched.select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
+                       F.col("consumer").alias("consumed_by"))
+        .join(small(candidates, n_candidates), list(OFFSET))
+        .where(F.col("consumed_record_id").isNull()
+               | (F.col("consumed_record_id") != F.col("record_id")))
+        .select(*OW_COLS, "consumed_record_id", "consumed_by")))
+
+    out["skipped"] = _skipped(v, missed, watched, consumed)
+    return out
+
+
+def _unless_none(rows: int, df: DataFrame) -> DataFrame:
+    """df, or (when its key set is known to be empty) the same columns and no rows,
+    planned as an empty relation: no scan."""
+    return df if rows else df.limit(0)
+
+
+def _overwrite_candidates(v: Views, divergent_at: DataFrame, materialize
+                          ) -> tuple[DataFrame, int]:
+    """Acked records that may have been overwritten, and how many.
+
+    An acked record consumed at its acked offset, where no other record_id and no
+    foreign payload was seen, is not overwritten. So only two kinds of acked record
+    are checked against the consumed rows at their offset: those whose position is
+    elsewhere or unknown (lost, moved, duplicated), and those acked at a divergent
+    offset."""
+    n = v.sizes
+    if not (n["moved_acked"] or n["divergent_offsets"]):
+        return v.records.select(*OW_COLS).limit(0), 0
+    acked_at = v.records.where(ACKED_AT())
+    candidates = acked_at.where(~AT_OWN_OFFSET()).select(*OW_COLS).unionByName(
+        acked_at.where(AT_OWN_OFFSET()).join(small(divergent_at, n["divergent_offsets"]),
+                                             list(OFFSET)).select(*OW_COLS))
+    df, seen = materialize("overwrite_candidates", candidates, {"rows": F.count(F.lit(1))})
+    return df, int(seen["rows"])
+
+
+def _watched(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
+             ids: tuple[DataFrame, int], materialize) -> DataFrame:
+    """The consumed rows at any of the offsets in `offset_sets` or of any record_id
+    in `ids`: one scan, each key set broadcast when small."""
+    c, hit = consumed, []
+    if offset_sets:
+        offsets = reduce(DataFrame.unionByName, [df for df, _ in offset_sets]).distinct()
+        c = c.join(small(offsets.withColumn("_at", F.lit(True)),
+                         sum(rows for _, rows in offset_sets)), list(OFFSET), "left")
+        hit.append(F.col("_at").isNotNull())
+    if ids[1]:
+        c = c.join(small(ids[0].withColumn("_of", F.lit(True)), ids[1]), "record_id", "left")
+        hit.append(F.col("_of").isNotNull())
+    if not hit:
+        return consumed.limit(0)
+    rows = c.where(reduce(lambda a, b: a | b, hit)).select(*consumed.columns)
+    return materialize("watched", rows, None)[0]
+
+
+def _skipped(v: Views, missed: DataFrame, watched: DataFrame,
+             consumed: DataFrame) -> DataFrame:
+    """Drained offsets the group committed past without receiving them, unless the
+    drain's record there (the lowest record_id if it saw several) is of an aborted
+    transaction and the group reads committed."""
+    cols = ["group_id", *OFFSET, "committed_offset", "drain_record_id"]
+    if not v.sizes["missed"]:
+        return missed.withColumn("drain_record_id", F.lit(None).cast("string")).select(
+            *cols).limit(0)
+    drained = (watched.where((F.col("phase") == "drain") & F.col("record_id").isNotNull())
+               .groupBy(*OFFSET).agg(F.min("record_id").alias("drain_record_id")))
+    missed = missed.join(drained, list(OFFSET), "left")
+    aborted = (v.records.where(F.col("txn_outcome") == "aborted")
+               .select(F.col("record_id").alias("drain_record_id"))
+               .join(small(missed.select("drain_record_id").where(
+                   F.col("drain_record_id").isNotNull()).distinct(), v.sizes["missed"]),
+                   "drain_record_id")
+               .select("drain_record_id", F.lit(1).alias("drain_record_aborted")))
+    group_rc = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
+                .groupBy("group_id")
+                .agg(F.max((F.col("isolation") == "read_committed").cast("int"))
+                     .alias("group_read_committed")))
+    return (missed.join(aborted, "drain_record_id", "left")
+            .join(F.broadcast(group_rc), "group_id", "left")
+            .where(~(F.coalesce(F.col("drain_record_aborted"), F.lit(0)) == 1)
+                   | ~(F.coalesce(F.col("group_read_committed"), F.lit(0)) == 1))
+            .select(*cols))
+
+
+@dataclass
+class AnomalyResult:
+    counts: dict[str, int]
+    samples: dict[str, list[dict]]
+    columns: dict[str, list[str]]
+
+
+def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation,
+                    step=lambda name: None) -> AnomalyResult:
+    """Write every kind's rows under report/anomalies/<kind>/ and count them from the files."""
+    counts: dict[str, int] = {}
+    samples: dict[str, list[dict]] = {}
+    columns: dict[str, list[str]] = {}
+    for kind in KINDS:
+        path = loc.spark_path("report", "anomalies", kind)
+        frames[kind].write.mode("overwrite").parquet(path)
+        written = spark.read.parquet(path)
+        how, keys = COUNT_BY[kind]
+        # Most kinds are empty or small: when fewer than SAMPLE_ROWS + 1 rows were
+        # written, the sample *is* every row, so count it here instead of in a job.
+        head = [r.asDict(recursive=True) for r in written.limit(SAMPLE_ROWS + 1).collect()]
+        if len(head) <= SAMPLE_ROWS:
+            n = (sum(r[keys[0]] or 0 for r in head) if how == "sum"
+                 else len({tuple(r[k] for k in keys) for r in head}))
+        elif how == "sum":
+            n = written.agg(F.sum(keys[0])).collect()[0][0] or 0
+        else:
+            n = written.select(*keys).distinct().count()
+        counts[kind] = int(n)
+        columns[kind] = written.columns
+        samples[kind] = head[:SAMPLE_ROWS] if n else []
+        step(f"anomalies.{kind}")
+    return AnomalyResult(counts, samples, columns)
