@@ -277,8 +277,7 @@ def count_aggregations() -> dict[str, list]:
     return {
         "produced": [F.count(F.lit(1)).alias("sent"), n(status == "acked").alias("acked"),
                      n(status == "failed").alias("failed"),
-                     n(status == "indeterminate").alias("indeterminate"),
-                     F.first("run_id", ignorenulls=True).alias("run_id")],
+                     n(status == "indeterminate").alias("indeterminate")],
         "consumed": [F.count(F.lit(1)).alias("consumed"), n(phase == "run").alias("consumed_run"),
                      n(phase == "drain").alias("consumed_drain"),
                      n(F.col("record_id").isNull()).alias("consumed_foreign")],
