@@ -314,3 +314,8 @@ def test_struct_position_path_gives_the_same_counts(verified, spark, tmp_path, m
     assert any("struct path" in n for n in again.summary["notes"])
     for topic in EXPECTED:
         assert counts_for(tmp_path, topic) == counts_for(run, topic)
+
+
+def test_run_id_comes_from_the_history(verified):
+    _, summary = verified
+    assert summary["run_id"] == "cases"
