@@ -14,6 +14,7 @@ exception, a failed assertion, Ctrl-C (KeyboardInterrupt) and SIGTERM.
 from __future__ import annotations
 
 import logging
+import pathlib
 import shlex
 import signal
 import threading
@@ -42,12 +43,19 @@ def _fault_nodes(ctx: FaultContext) -> list[Node]:
     return [n for n in ctx.cluster.nodes() if n.role != TOXIPROXY]
 
 
-def sweep_node(node: Node, log_dir: str) -> list[str]:
+def sweep_node(node: Node, log_dir: str, host_mount: str | None = None) -> list[str]:
     """Undo every kind of fault on one node, without knowing which were injected."""
     done = []
     unfreeze(node)                                       # docker unpause + SIGCONT
     if not node.is_running():
-        return done                                      # a fresh start has none of the rest
+        # Killed by a fault, or a broker that shut itself down when its only log dir
+        # failed (a full disk). Its log dir is a host tmpfs that outlives the
+        # container, so free it there first, then start the node.
+        if host_mount is not None:
+            pathlib.Path(host_mount, pathlib.PurePath(filler_path(log_dir)).name).unlink(
+                missing_ok=True)
+        node.start()
+        done.append(f"{node.name} (started)")
     sh(node, flush_script(), check=False)
     if node.role in BROKER_ROLES:
         q = shlex.quote(log_dir)
@@ -71,7 +79,7 @@ def sweep(ctx: FaultContext) -> list[str]:
             mount = host_mount_of(ctx, node)
             if mount is not None and mount_is_readonly(mount):
                 remount(mount, "rw")
-            swept += sweep_node(node, ctx.log_dir)
+            swept += sweep_node(node, ctx.log_dir, mount)
         except Exception as e:  # noqa: BLE001 - sweep every node we can
             log.warning("sweep of %s failed: %s", node.name, e)
     if ctx.toxiproxy is not None:

@@ -35,8 +35,12 @@ def test_failed_start_removes_everything():
     assert leftovers(cluster.run_id) == (0, 0, False)
 
 
+# The holder restores Python's own SIGINT handler: a shell starting a job in the
+# background without job control (`cmd &` in a script, as a CI runner may) hands it
+# SIGINT ignored, and Python then never raises KeyboardInterrupt.
 HOLDER = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {root!r})
 from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec

@@ -266,3 +266,15 @@ def test_sweep_cleans_what_a_crashed_harness_left(ctx):
     report = heal_all(ctx, "crash-recovery")
     assert set(report.swept) >= {"kafka-1", "kafka-2", "kafka-3"}
     assert leftovers(ctx) == []
+
+
+def test_sweep_starts_a_node_a_crashed_harness_left_stopped(ctx):
+    # Killed by a fault of a dead harness (or shut down by Kafka itself when its only
+    # log dir failed): heal-all starts it, so the cluster can return to full ISR.
+    other = FaultContext(cluster=ctx.cluster, log_dir=ctx.log_dir)
+    Kill(sel.node(2), HARD).inject(other)
+    assert not ctx.cluster.node(2).is_running()
+    report = heal_all(ctx, "crash-recovery")
+    assert ctx.cluster.node(2).is_running()
+    assert "kafka-2 (started)" in report.swept
+    assert leftovers(ctx) == []
