@@ -33,14 +33,13 @@ from typing import Any
 import yaml
 
 from harness.errors import HarnessError
+from spark_reports.anomalies import KINDS
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
 from verifiers.facts import derive_facts
 from verifiers.verdict import Verdict, judge, unknown
 
-KINDS_ORDER = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-               "aborted_read", "skipped", "redelivered", "recovered")
 
 
 @dataclass
@@ -61,28 +60,30 @@ class VerifyResult:
         return self.verdict.exit_code
 
 
+def _read_mapping(loc: RunLocation, name: str, parse, bad: type[Exception], what: str,
+                  notes: list[str]) -> dict | None:
+    """RUN_DIR/<name> parsed as a mapping, or None with a note saying why."""
+    text = loc.read_text(name)
+    if text is None:
+        notes.append(f"no {name}: {what}")
+        return None
+    try:
+        doc = parse(text)
+    except bad as e:
+        notes.append(f"{name} is not valid {name.rsplit('.', 1)[-1].upper()} ({e}); ignored")
+        return None
+    if not isinstance(doc, dict):
+        notes.append(f"{name} is not a mapping; ignored")
+        return None
+    return doc
+
+
 def read_config(loc: RunLocation) -> RunConfig:
     cfg = RunConfig(None, None)
-    text = loc.read_text("scenario.yaml")
-    if text is None:
-        cfg.notes.append("no scenario.yaml: the run's configuration is unknown")
-    else:
-        try:
-            doc = yaml.safe_load(text)
-            cfg.scenario = doc if isinstance(doc, dict) else None
-            if cfg.scenario is None:
-                cfg.notes.append("scenario.yaml is not a mapping; ignored")
-        except yaml.YAMLError as e:
-            cfg.notes.append(f"scenario.yaml is not valid YAML ({e}); ignored")
-    text = loc.read_text("manifest.json")
-    if text is None:
-        cfg.notes.append("no manifest.json: versions and cluster spec unknown")
-    else:
-        try:
-            doc = json.loads(text)
-            cfg.manifest = doc if isinstance(doc, dict) else None
-        except ValueError as e:
-            cfg.notes.append(f"manifest.json is not valid JSON ({e}); ignored")
+    cfg.scenario = _read_mapping(loc, "scenario.yaml", yaml.safe_load, yaml.YAMLError,
+                                 "the run's configuration is unknown", cfg.notes)
+    cfg.manifest = _read_mapping(loc, "manifest.json", json.loads, ValueError,
+                                 "versions and cluster spec unknown", cfg.notes)
     return cfg
 
 
@@ -241,7 +242,7 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
         views = build_views(produced, consumed, frames["commits"], topics, materialize)
         result = write_anomalies(spark, anomaly_frames(views, consumed, materialize), loc, step)
         summary["counts"] = counts
-        summary["anomalies"] = {k: result.counts[k] for k in KINDS_ORDER}
+        summary["anomalies"] = {k: result.counts[k] for k in KINDS}
 
         run_start, run_end = views.sizes["run_start_us"], views.sizes["run_end_us"]
         event_rows = [r.asDict() for r in frames["events"]

@@ -55,6 +55,14 @@ def _parse(line: str) -> dict[str, Any] | None:
         return None
 
 
+def _event(line: str) -> tuple[dict[str, Any], Any, int] | None:
+    """(event, its name, its time in µs) of one JSON line of a Java tool, else None."""
+    ev = _parse(line)
+    if ev is None:
+        return None
+    return ev, ev.get("name"), int(ev.get("timestamp", 0)) * 1000 or now_us()
+
+
 class JavaProducerConverter:
     """VerifiableProducer event lines -> `produced` rows."""
 
@@ -77,11 +85,10 @@ class JavaProducerConverter:
         return int(n)
 
     def feed(self, line: str) -> None:
-        ev = _parse(line)
-        if ev is None:
+        event = _event(line)
+        if event is None:
             return
-        name = ev.get("name")
-        ts = int(ev.get("timestamp", 0)) * 1000 or now_us()
+        ev, name, ts = event
         if name in ("producer_send_success", "producer_send_error"):
             seq = self._seq(ev.get("value"))
             if seq is None or seq >= self.max_messages:
@@ -135,11 +142,10 @@ class JavaConsumerConverter:
         self.records = 0
 
     def feed(self, line: str) -> None:
-        ev = _parse(line)
-        if ev is None:
+        event = _event(line)
+        if event is None:
             return
-        name = ev.get("name")
-        ts = int(ev.get("timestamp", 0)) * 1000 or now_us()
+        ev, name, ts = event
         if name == "record_data":
             value = ev.get("value")
             self.consumed.append({

@@ -113,6 +113,17 @@ def run(request, tmp_path):
     r.finish()
 
 
+def fail_over_controller(run, cluster, method: str, wait_for_new_s: float):
+    """Kill, pause or isolate the active controller; a new one must appear. Healed."""
+    from faults.controller import ControllerFailover
+    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
+    f = ControllerFailover(method, wait_for_new_s=wait_for_new_s)
+    f.inject(run.ctx)
+    assert f.detail["new_controller"] not in (None, f.detail["previous_controller"])
+    f.heal(run.ctx)
+    return f
+
+
 def assert_paired(rows, fault):
     mine = [r for r in rows if f'"fault_id": "{fault.fault_id}"' in r["detail"]
             and r["kind"] in ("fault", "heal")]

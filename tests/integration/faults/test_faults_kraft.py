@@ -18,6 +18,7 @@ from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.rolling import RollingRestart
 from fault_helpers import (started_cluster, FAST_KRAFT, FENCED, ISR_SHRINKS, LEADER_COUNT, assert_paired, elapsed,
+                           fail_over_controller,
                            can_connect, isr_of, leader_id, metric_sum, poll_for, produce)
 
 T = "faults"
@@ -73,11 +74,7 @@ def test_hard_bounce_of_the_leader_follows_leadership(run, cluster):
 # -- controller failover -----------------------------------------------------
 @pytest.mark.parametrize("method", ["kill", "pause", "isolate"])
 def test_controller_failover(run, cluster, method):
-    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
-    f = ControllerFailover(method, wait_for_new_s=30)
-    f.inject(run.ctx)
-    assert f.detail["new_controller"] not in (None, f.detail["previous_controller"])
-    f.heal(run.ctx)
+    f = fail_over_controller(run, cluster, method, wait_for_new_s=30)
     rows = run.event_rows()
     assert any(r["kind"] == "observe" and r["name"] == "controller" for r in rows)
     assert_paired(rows, f)

@@ -9,7 +9,8 @@ from faults import selectors as sel
 from faults.controller import ControllerFailover
 from faults.pause import DOCKER, Pause
 from faults.zookeeper import ZkSessionExpiry
-from fault_helpers import started_cluster, FAST_ZK, assert_paired, isr_of, poll_for, produce, whole
+from fault_helpers import (started_cluster, FAST_ZK, assert_paired, fail_over_controller, isr_of, poll_for,
+                           produce, whole)
 
 T = "zkfaults"
 SESSION_MS = int(FAST_ZK["zookeeper.session.timeout.ms"])
@@ -32,11 +33,7 @@ def test_zookeeper_leader_selector(run, cluster):
 
 @pytest.mark.parametrize("method", ["kill", "isolate"])
 def test_zk_mode_controller_failover(run, cluster, method):
-    poll_for(lambda: cluster.active_controller() is not None, what="an active controller")
-    f = ControllerFailover(method, wait_for_new_s=40)
-    f.inject(run.ctx)
-    assert f.detail["new_controller"] not in (None, f.detail["previous_controller"])
-    f.heal(run.ctx)
+    f = fail_over_controller(run, cluster, method, wait_for_new_s=40)
     assert_paired(run.event_rows(), f)
 
 
