@@ -24,8 +24,9 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_reports.reconcile import (ACKED_AT, AT_OWN_OFFSET, DIVERGENT, MISSED, OFFSET,
-                                     PRODUCED_COLS, Views, small)
+from spark_reports.reconcile import (ABORTED_READ, ACKED_AT, AT_OWN_OFFSET, CONSUMED, DIVERGENT,
+                                     LOST, MISSED, OFFSET, PRODUCED_COLS, RECOVERED, UNEXPECTED,
+                                     Views, small)
 from spark_reports.storage import RunLocation
 
 KINDS = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
@@ -55,27 +56,22 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, Data
     r, n = v.records, v.sizes
     produced_cols = list(PRODUCED_COLS)
     pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
-    consumed_at = F.col("n_positions").isNotNull()
     out: dict[str, DataFrame] = {}
 
-    out["lost"] = r.where((F.col("status") == "acked") & ~consumed_at).select(*produced_cols)
+    out["lost"] = r.where(LOST()).select(*produced_cols)
 
-    out["recovered"] = r.where((F.col("status") == "indeterminate") & consumed_at).select(
+    out["recovered"] = r.where(RECOVERED()).select(*produced_cols, *pos_cols, "deliveries")
+
+    out["unexpected"] = r.where(UNEXPECTED()).select(
+        F.when(F.col("producer").isNull(), F.lit("never sent"))
+        .otherwise(F.lit("failed outside a transaction")).alias("reason"),
         *produced_cols, *pos_cols, "deliveries")
 
-    out["unexpected"] = r.where(consumed_at & (
-        F.col("producer").isNull() | ((F.col("status") == "failed") & F.col("txn_id").isNull()))
-    ).select(F.when(F.col("producer").isNull(), F.lit("never sent"))
-             .otherwise(F.lit("failed outside a transaction")).alias("reason"),
-             *produced_cols, *pos_cols, "deliveries")
-
-    out["aborted_read"] = r.where((F.col("read_committed_seen") == 1)
-                                  & (F.col("txn_outcome") == "aborted")).select(
-        *produced_cols, *pos_cols)
+    out["aborted_read"] = r.where(ABORTED_READ()).select(*produced_cols, *pos_cols)
 
     earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
                .rowsBetween(Window.unboundedPreceding, -1))
-    out["reordered"] = (r.where(F.col("producer").isNotNull() & consumed_at)
+    out["reordered"] = (r.where(F.col("producer").isNotNull() & CONSUMED())
                         .select("record_id", "producer", "seq", "status", *pos_cols)
                         .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
                         .where(F.col("pos_offset") < F.col("earlier_max_offset")))
@@ -87,13 +83,17 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, Data
     dup = r.where(F.col("n_positions") >= 2).select("record_id", "producer", "seq", "status",
                                                     "n_positions")
     divergent_at = v.offsets.where(DIVERGENT()).select(*OFFSET)
-    candidates, n_candidates = _overwrite_candidates(v, divergent_at, materialize)
     missed = v.groups.where(MISSED()).select("group_id", *OFFSET, "committed_offset")
-    offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
-        (divergent_at, n["divergent_offsets"]), (candidates, n_candidates),
-        (missed, n["missed"])) if rows]
-    watched = _watched(consumed, offset_sets, (dup.select("record_id"), n["duplicate_ids"]),
-                       materialize)
+    if v.keyed is not None:
+        watched, candidates, n_candidates = (v.keyed.watched, v.keyed.candidates,
+                                             v.keyed.n_candidates)
+    else:
+        candidates, n_candidates = overwrite_candidates(r, n, divergent_at, materialize)
+        offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
+            (divergent_at, n["divergent_offsets"]), (candidates, n_candidates),
+            (missed, n["missed"])) if rows]
+        watched = watched_rows(consumed, offset_sets,
+                               (dup.select("record_id"), n["duplicate_ids"]), materialize)
 
     out["duplicate"] = _unless_none(n["duplicate_ids"], watched.join(
         small(dup, n["duplicate_ids"]), "record_id").select(
@@ -122,19 +122,18 @@ def _unless_none(rows: int, df: DataFrame) -> DataFrame:
     return df if rows else df.limit(0)
 
 
-def _overwrite_candidates(v: Views, divergent_at: DataFrame, materialize
-                          ) -> tuple[DataFrame, int]:
+def overwrite_candidates(records: DataFrame, n: dict, divergent_at: DataFrame, materialize
+                         ) -> tuple[DataFrame, int]:
     """Acked records that may have been overwritten, and how many.
 
     An acked record consumed at its acked offset, where no other record_id and no
     foreign payload was seen, is not overwritten. So only two kinds of acked record
     are checked against the consumed rows at their offset: those whose position is
     elsewhere or unknown (lost, moved, duplicated), and those acked at a divergent
-    offset."""
-    n = v.sizes
+    offset (a record whose position is not known yet counts as elsewhere)."""
     if not (n["moved_acked"] or n["divergent_offsets"]):
-        return v.records.select(*OW_COLS).limit(0), 0
-    acked_at = v.records.where(ACKED_AT())
+        return records.select(*OW_COLS).limit(0), 0
+    acked_at = records.where(ACKED_AT())
     candidates = acked_at.where(~AT_OWN_OFFSET()).select(*OW_COLS).unionByName(
         acked_at.where(AT_OWN_OFFSET()).join(small(divergent_at, n["divergent_offsets"]),
                                              list(OFFSET)).select(*OW_COLS))
@@ -142,7 +141,7 @@ def _overwrite_candidates(v: Views, divergent_at: DataFrame, materialize
     return df, int(seen["rows"])
 
 
-def _watched(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
+def watched_rows(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
              ids: tuple[DataFrame, int], materialize) -> DataFrame:
     """The consumed rows at any of the offsets in `offset_sets` or of any record_id
     in `ids`: one scan, each key set broadcast when small."""
@@ -153,7 +152,8 @@ def _watched(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
                          sum(rows for _, rows in offset_sets)), list(OFFSET), "left")
         hit.append(F.col("_at").isNotNull())
     if ids[1]:
-        c = c.join(small(ids[0].withColumn("_of", F.lit(True)), ids[1]), "record_id", "left")
+        c = c.join(small(ids[0].distinct().withColumn("_of", F.lit(True)), ids[1]), "record_id",
+                   "left")
         hit.append(F.col("_of").isNotNull())
     if not hit:
         return consumed.limit(0)

@@ -51,6 +51,15 @@ from spark_reports.storage import RunLocation
 
 
 @dataclass
+class Keyed:
+    """Consumed rows the keyed anomaly rules read, when a path has fetched them
+    already (spark_reports/packed.py), and the overwrite candidates."""
+    watched: DataFrame
+    candidates: DataFrame
+    n_candidates: int
+
+
+@dataclass
 class Views:
     records: DataFrame
     offsets: DataFrame
@@ -60,6 +69,9 @@ class Views:
     # offset, divergent offsets, and drained offsets a group committed past without
     # receiving them; plus the run's first send and last send-or-ack.
     sizes: dict
+    keyed: Keyed | None = None
+    # the per-record facts the metrics read (records may add joins they do not need)
+    for_metrics: DataFrame | None = None
 
 
 class Scratch:
@@ -117,18 +129,6 @@ def _n(cond) -> "F.Column":
 # former single DECIMAL(38,0) key (same loaded machine, one run each): decimal
 # arithmetic per row cost more than the sort-based aggregation it avoided.
 MAX_TOPICS, MAX_PARTITION, MAX_OFFSET = 127, (1 << 16) - 1, (1 << 40) - 1
-
-
-def topic_catalog(consumed: DataFrame) -> list[str] | None:
-    """Sorted topics if positions fit the packed key, else None."""
-    rows = consumed.groupBy("topic").agg(
-        F.min("partition").alias("p0"), F.max("partition").alias("p1"),
-        F.min("offset").alias("o0"), F.max("offset").alias("o1")).collect()
-    if len(rows) > MAX_TOPICS or any(
-            r["p0"] < 0 or r["p1"] > MAX_PARTITION or r["o0"] < 0 or r["o1"] > MAX_OFFSET
-            for r in rows):
-        return None
-    return sorted(r["topic"] for r in rows)
 
 
 def _positions(consumed: DataFrame, topics: list[str] | None) -> DataFrame:
@@ -193,7 +193,7 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
                 topics: list[str] | None, materialize) -> Views:
     """materialize(name, df, observe) -> (df, observed): writes a view, reads it back."""
     positions = _positions(consumed, topics)
-    p = produced.select(*PRODUCED_COLS)
+    p = produced.select(*PRODUCED_COLS, F.col("txn_id").isNotNull().alias("in_txn"))
     records, sizes = materialize(
         "records", p.join(_per_record(positions, topics), "record_id", "full_outer"),
         {"duplicate_ids": _n(F.col("n_positions") >= 2),
@@ -211,8 +211,38 @@ PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "o
                  "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome")
 OFFSET = ("topic", "partition", "offset")
 
+# The produced columns only anomaly rows show (the packed path fetches them for
+# FLAGGED records only).
+PRODUCED_EXTRA = {"key": "string", "error": "string", "txn_id": "string", "txn_seq": "long"}
+
 # Conditions shared by the views' observed sizes and the anomaly frames (functions:
 # a Column needs a live SparkContext).
+def CONSUMED():  # noqa: N802 - consumed anywhere, by anyone
+    return F.col("n_positions").isNotNull()
+
+
+def LOST():  # noqa: N802
+    return (F.col("status") == "acked") & ~CONSUMED()
+
+
+def RECOVERED():  # noqa: N802
+    return (F.col("status") == "indeterminate") & CONSUMED()
+
+
+def UNEXPECTED():  # noqa: N802 - never sent, or failed outside a transaction
+    return CONSUMED() & (F.col("producer").isNull()
+                         | ((F.col("status") == "failed") & ~F.col("in_txn")))
+
+
+def ABORTED_READ():  # noqa: N802
+    return (F.col("read_committed_seen") == 1) & (F.col("txn_outcome") == "aborted")
+
+
+def FLAGGED():  # noqa: N802 - an anomaly row of these kinds shows the whole produced row
+    return F.coalesce(LOST(), F.lit(False)) | F.coalesce(RECOVERED(), F.lit(False)) \
+        | F.coalesce(UNEXPECTED(), F.lit(False)) | F.coalesce(ABORTED_READ(), F.lit(False))
+
+
 def ACKED_AT():  # noqa: N802 - an acked record with a known offset
     return ((F.col("status") == "acked") & F.col("offset").isNotNull()
             & F.col("partition").isNotNull())
@@ -251,10 +281,7 @@ def _groups(consumed: DataFrame, commits: DataFrame, offsets: DataFrame) -> Data
     """Per (group, offset): deliveries in `run`, and for offsets the drain saw below the
     group's highest accepted commit, that commit. Both in one aggregation, so the
     "drained but never received" rows need no anti-join of two big tables."""
-    high = (commits.where(F.col("ok") & F.col("group_id").isNotNull()
-                          & (F.col("consumer") != "drain"))
-            .groupBy("group_id", "topic", "partition")
-            .agg(F.max("offset").alias("committed_offset")))
+    high = highest_commits(commits)
     delivered = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
                  .select("group_id", *OFFSET, F.lit(1).alias("n"),
                          F.lit(None).cast("long").alias("committed_offset")))
@@ -264,6 +291,14 @@ def _groups(consumed: DataFrame, commits: DataFrame, offsets: DataFrame) -> Data
              .select("group_id", *OFFSET, F.lit(0).alias("n"), "committed_offset"))
     return (delivered.unionByName(below).repartition(*OFFSET).groupBy("group_id", *OFFSET)
             .agg(F.sum("n").alias("deliveries"), F.max("committed_offset").alias("committed_offset")))
+
+
+def highest_commits(commits: DataFrame) -> DataFrame:
+    """Per (group, topic, partition): the highest accepted commit (see skipped above)."""
+    return (commits.where(F.col("ok") & F.col("group_id").isNotNull()
+                          & (F.col("consumer") != "drain"))
+            .groupBy("group_id", "topic", "partition")
+            .agg(F.max("offset").alias("committed_offset")))
 
 
 COUNT_NAMES = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",

@@ -209,8 +209,8 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
 
     from spark_reports import metrics as M
     from spark_reports.anomalies import anomaly_frames, write_anomalies
-    from spark_reports.reconcile import (Scratch, build_views, count_aggregations, counts_from,
-                                         topic_catalog)
+    from spark_reports import packed
+    from spark_reports.reconcile import Scratch, build_views, count_aggregations, counts_from
     from spark_reports.tables import read_tables
     from spark_reports.timeline import parse_events
 
@@ -227,10 +227,15 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
         summary["run_id"] = first[0]["run_id"]
     counts = counts_from(scanned)
     step("counts")
-    topics = topic_catalog(consumed)
-    if topics is None:
+    cat = packed.catalog(produced, consumed)
+    step("catalog")
+    if cat.topics is None:
         summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
                                 "position key: positions computed on the slower struct path")
+    elif not cat.packed:
+        summary["notes"].append(f"more than {packed.MAX_PRODUCERS} producers or "
+                                f"{packed.MAX_GROUPS} consumer groups: views computed on the "
+                                "slower general path")
     scratch = Scratch(spark, loc)
 
     def materialize(name, df, observe=None):
@@ -239,7 +244,16 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
         return out
 
     try:
-        views = build_views(produced, consumed, frames["commits"], topics, materialize)
+        if cat.packed:
+            views = packed.build_views(produced, consumed, frames["commits"], cat,
+                                       counts["consumed_foreign"], materialize)
+        else:
+            views = build_views(produced, consumed, frames["commits"], cat.topics, materialize)
+        if views.sizes.get("produced_twice"):
+            raise HistoryInvalid([
+                f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
+                f"unique: {views.sizes['produced_twice']} record_id(s) in more than one row "
+                "(each record the harness sends gets one produced row)"])
         result = write_anomalies(spark, anomaly_frames(views, consumed, materialize), loc, step)
         summary["counts"] = counts
         summary["anomalies"] = {k: result.counts[k] for k in KINDS}
@@ -253,14 +267,15 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
                            produced.where(F.col("partition").isNotNull())
                            .select("topic", "partition").distinct().collect())
         step("events")
-        lat = M.latencies(views.records)
-        per_fault = M.fault_latencies(spark, views.records, tl)
+        records = views.for_metrics if views.for_metrics is not None else views.records
+        lat = M.latencies(records)
+        per_fault = M.fault_latencies(spark, records, tl)
         step("latency")
-        per_sec = M.per_second(views.records, consumed)
+        per_sec = M.per_second(records, consumed)
         step("per_second")
-        unavail = M.unavailability(spark, views.records, threshold, run_end)
+        unavail = M.unavailability(spark, records, threshold, run_end)
         step("unavailability")
-        recov = M.recovery(spark, views.records, tl, all_parts)
+        recov = M.recovery(spark, records, tl, all_parts)
         step("recovery")
     finally:
         scratch.remove()

@@ -1,0 +1,321 @@
+"""The packed path: every view from one aggregation of produced and consumed together.
+
+The general path (reconcile.build_views) shuffles consumed three times (by
+record_id, by offset, by group and offset) and joins the per-record aggregate
+with produced. When the history's names fit small catalogs (Catalog: at most
+127 topics, partitions and offsets within the packed position key, at most
+MAX_PRODUCERS producers and MAX_GROUPS consumer groups), this path shuffles
+the big tables once:
+
+1. `records`: produced and consumed rows, each reduced to a few integers
+   (position packed in one long, names as catalog indexes, flags as bits),
+   unioned and aggregated by record_id in one hash aggregation. Besides the
+   record's outcome it keeps the lowest and highest position it was consumed
+   at, and per consumer group (a bit mask) whether a `run` consumer of the
+   group received it.
+2. For a record consumed at exactly one position (almost all), that position
+   is its position, the only record there unless two records claim it, and
+   its groups' deliveries are the deliveries of that position. So the
+   per-offset and per-group facts are only *computed* at the few positions
+   where that does not hold: positions claimed by two records, by a record
+   consumed at several positions (a duplicate), or by a foreign payload. One
+   narrow aggregation by position finds them (`offsets`, reduced to those).
+3. One scan of consumed (`watched`) fetches every row the exact rules still
+   need: all rows at those positions, at acked offsets of records that may
+   have been overwritten, at positions a group may have skipped, and every
+   row of duplicated or redelivered records. The duplicates' exact positions,
+   the per-(group, position) deliveries there, and the skipped offsets are
+   computed from those rows with the general path's own functions.
+
+The anomaly frames (spark_reports/anomalies.py) then read the same views as on
+the general path. Measured at 10 M records: see benchmarks/RESULTS.md.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import reduce
+
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from spark_reports.anomalies import overwrite_candidates, watched_rows
+from spark_reports.reconcile import (ACKED_AT, AT_OWN_OFFSET, DIVERGENT, FLAGGED, MAX_OFFSET,
+                                     MAX_PARTITION, MAX_TOPICS, MISSED, OFFSET, PRODUCED_EXTRA,
+                                     Keyed, Views, _groups, _h1, _h2, _n, _per_record,
+                                     _positions, highest_commits, small)
+
+MAX_PRODUCERS = 256      # names are looked up in a literal array: linear per row
+MAX_GROUPS = 62          # one bit each in a long mask
+STATUSES = ("acked", "failed", "indeterminate")
+TXN_OUTCOMES = ("committed", "aborted", "unknown")
+
+
+@dataclass(frozen=True)
+class Catalog:
+    """Sorted names, or None where the history does not fit this path."""
+    topics: list[str] | None
+    producers: list[str] | None
+    groups: list[str] | None
+
+    @property
+    def packed(self) -> bool:
+        return None not in (self.topics, self.producers, self.groups)
+
+
+def catalog(produced: DataFrame, consumed: DataFrame) -> Catalog:
+    """Topics (with position bounds), producers and consumer groups: two small jobs."""
+    c = consumed.groupBy("topic", F.when(F.col("phase") == "run", F.col("group_id"))
+                         .alias("group")).agg(
+        F.min("partition").alias("p0"), F.max("partition").alias("p1"),
+        F.min("offset").alias("o0"), F.max("offset").alias("o1")).collect()
+    p = produced.groupBy("producer", "topic").agg(
+        F.min("partition").alias("p0"), F.max("partition").alias("p1"),
+        F.min("offset").alias("o0"), F.max("offset").alias("o1")).collect()
+    topics = sorted({r["topic"] for r in c + p if r["topic"] is not None})
+    # The top partition and offset values are reserved for "null" on produced rows.
+    fits = len(topics) <= MAX_TOPICS and all(
+        (r["p0"] is None or (r["p0"] >= 0 and r["p1"] < MAX_PARTITION))
+        and (r["o0"] is None or (r["o0"] >= 0 and r["o1"] < MAX_OFFSET)) for r in c + p)
+    producers = sorted({r["producer"] for r in p if r["producer"] is not None})
+    groups = sorted({r["group"] for r in c if r["group"] is not None})
+    return Catalog(topics if fits else None,
+                   producers if len(producers) <= MAX_PRODUCERS else None,
+                   groups if len(groups) <= MAX_GROUPS else None)
+
+
+def _lookup(names) -> "F.Column":
+    return F.array(*[F.lit(n) for n in names])
+
+
+def _index(names, col: str) -> "F.Column":
+    """1-based index of col in names (0 when absent or null)."""
+    return F.coalesce(F.array_position(_lookup(names), F.col(col)), F.lit(0)).cast("long")
+
+
+def _name(names, idx: "F.Column") -> "F.Column":
+    return F.when(idx > 0, F.element_at(_lookup(names), idx.cast("int")))
+
+
+def _pack(topics, null_as_max: bool = False) -> "F.Column":
+    part, off = F.col("partition").cast("long"), F.col("offset")
+    if null_as_max:
+        part, off = F.coalesce(part, F.lit(MAX_PARTITION)), F.coalesce(off, F.lit(MAX_OFFSET))
+    return (_index(topics, "topic") - 1) * (1 << 56) + part * (1 << 40) + off
+
+
+def _unpack(pk: "F.Column", topics) -> list:
+    part = F.shiftright(pk, 40).bitwiseAND(MAX_PARTITION).cast("int")
+    off = pk.bitwiseAND(MAX_OFFSET)
+    return [_name(topics, F.shiftright(pk, 56) + 1), F.when(part != MAX_PARTITION, part),
+            F.when(off != MAX_OFFSET, off)]
+
+
+# The union's one int of flags. Both: bit 0 = a produced row. Consumed: bit 1 drain,
+# bit 2 run, bit 3 read_committed, bit 4 run with a group, bits 8.. group index.
+# Produced: bits 1-2 status, bit 3 in a transaction, bits 4-5 txn_outcome, bits 8..
+# producer index (both indexes 1-based).
+def _union(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
+    code = lambda col, values: F.coalesce(  # noqa: E731 - 1-based, 0 for null
+        F.array_position(_lookup(values), F.col(col)), F.lit(0)).cast("int")
+    p = produced.select(
+        "record_id", _pack(cat.topics, null_as_max=True).alias("a"),
+        F.col("send_ts_us").alias("b"), F.col("ack_ts_us").alias("d"), F.col("seq").alias("e"),
+        (F.lit(1) + code("status", STATUSES) * 2 + F.col("txn_id").isNotNull().cast("int") * 8
+         + code("txn_outcome", TXN_OUTCOMES) * 16
+         + _index(cat.producers, "producer").cast("int") * 256).alias("f"))
+    run_group = (F.col("phase") == "run") & F.col("group_id").isNotNull()
+    c = consumed.where(F.col("record_id").isNotNull()).select(
+        "record_id", _pack(cat.topics).alias("a"), F.col("recv_ts_us").alias("b"),
+        F.lit(None).cast("long").alias("d"), F.lit(None).cast("long").alias("e"),
+        ((F.col("phase") == "drain").cast("int") * 2 + (F.col("phase") == "run").cast("int") * 4
+         + (F.col("isolation") == "read_committed").cast("int") * 8
+         + run_group.cast("int") * 16
+         + F.when(run_group, _index(cat.groups, "group_id").cast("int") * 256)
+         .otherwise(0)).alias("f"))
+    return p.unionByName(c)
+
+
+def _records(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
+    f = F.col("f")
+    is_p = f.bitwiseAND(1) == 1
+    is_c = ~is_p
+    bit = lambda n: f.bitwiseAND(n) != 0  # noqa: E731
+    when_c = lambda cond, v: F.when(is_c & cond, v)  # noqa: E731
+    group_bit = F.expr("shiftleft(1L, shiftright(f, 8) - 1)")
+    agg = _union(produced, consumed, cat).repartition("record_id").groupBy("record_id").agg(
+        F.min(F.when(is_c, F.col("a"))).alias("pk_lo"), F.max(F.when(is_c, F.col("a"))).alias("pk_hi"),
+        F.min(when_c(bit(2), F.col("b"))).alias("drain_us"),
+        F.min(when_c(bit(4), F.col("b"))).alias("first_run_recv_us"),
+        F.max(when_c(F.lit(True), bit(8).cast("int"))).alias("read_committed_seen"),
+        F.sum(when_c(F.lit(True), F.lit(1))).alias("deliveries"),
+        F.sum(when_c(bit(16), F.lit(1))).alias("run_group_deliveries"),
+        F.bit_or(when_c(bit(16), group_bit)).alias("group_mask"),
+        F.max(F.when(is_p, f)).alias("pf"), F.max(F.when(is_p, F.col("a"))).alias("ppk"),
+        F.max(F.when(is_p, F.col("b"))).alias("send_ts_us"), F.max("d").alias("ack_ts_us"),
+        F.max("e").alias("seq"), F.sum(is_p.cast("int")).alias("produced_rows"))
+    pf, single = F.col("pf"), F.col("pk_lo") == F.col("pk_hi")
+    topic, partition, offset = _unpack(F.col("ppk"), cat.topics)
+    pos_topic, pos_partition, pos_offset = _unpack(F.when(single, F.col("pk_lo")), cat.topics)
+    return agg.select(
+        "record_id", _name(cat.producers, F.shiftright(pf, 8)).alias("producer"), "seq",
+        topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
+        _name(STATUSES, F.shiftright(pf, 1).bitwiseAND(3)).alias("status"),
+        "send_ts_us", "ack_ts_us", (pf.bitwiseAND(8) != 0).alias("in_txn"),
+        _name(TXN_OUTCOMES, F.shiftright(pf, 4).bitwiseAND(3)).alias("txn_outcome"),
+        # a record consumed at several positions is a duplicate: its count and
+        # position are set from its consumed rows (_fix_duplicates)
+        F.when(single, 1).when(F.col("pk_lo").isNotNull(), 2).alias("n_positions"),
+        "read_committed_seen", "first_run_recv_us", "deliveries",
+        pos_topic.alias("pos_topic"), pos_partition.alias("pos_partition"),
+        pos_offset.alias("pos_offset"),
+        F.when(single, F.col("drain_us").isNotNull()).alias("pos_from_drain"),
+        F.when(single, F.col("pk_lo")).alias("pk"), "group_mask", "run_group_deliveries",
+        "produced_rows")
+
+
+def REDELIVERED_RECORD():  # noqa: N802
+    """A record at one position that some group received more than once there (a
+    duplicate's positions are all special, so exact anyway)."""
+    return F.col("pk").isNotNull() & (
+        F.col("run_group_deliveries") > F.bit_count(F.col("group_mask")))
+
+
+def _special_positions(records: DataFrame, consumed: DataFrame, dup_ids: tuple,
+                       foreign: int, topics) -> DataFrame:
+    """Per position where the single-position shortcut does not hold (claimed by two
+    records, by a duplicated record, or by a foreign payload): the general path's
+    per-offset facts. One aggregation of the records' positions and the few consumed
+    rows of duplicates and foreign payloads."""
+    mine = records.where(F.col("pk").isNotNull()).select(
+        "pk", _h1().alias("h1"), _h2().alias("h2"), F.lit(0).alias("foreign"),
+        F.col("pos_from_drain").cast("int").alias("drain"), F.lit(0).alias("special"))
+    rows = consumed.where(F.col("record_id").isNull()) if foreign else None
+    if dup_ids[1]:
+        of_dups = consumed.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
+        rows = of_dups if rows is None else rows.unionByName(of_dups)
+    if rows is not None:
+        mine = mine.unionByName(rows.select(
+            _pack(topics).alias("pk"), _h1().alias("h1"), _h2().alias("h2"),
+            F.col("record_id").isNull().cast("int").alias("foreign"),
+            (F.col("phase") == "drain").cast("int").alias("drain"), F.lit(1).alias("special")))
+    at = (mine.repartition("pk").groupBy("pk").agg(
+        F.min("h1").alias("h1_min"), F.max("h1").alias("h1_max"),
+        F.min("h2").alias("h2_min"), F.max("h2").alias("h2_max"),
+        F.max("foreign").alias("has_foreign"), F.max("drain").alias("drain_seen"),
+        F.max("special").alias("special"), F.count(F.lit(1)).alias("claims"))
+        .where((F.col("claims") > 1) | (F.col("special") == 1)))
+    topic, partition, offset = _unpack(F.col("pk"), topics)
+    return at.select(topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
+                     "h1_min", "h1_max", "h2_min", "h2_max", "has_foreign", "drain_seen", "pk")
+
+
+def _missed_alone(records: DataFrame, commits: DataFrame, special: DataFrame,
+                  n_special: int, groups) -> DataFrame:
+    """(group, position) skipped-candidates at single-claim positions: the drain saw
+    the record there, the group committed past it, and no run consumer of the group
+    received it (its bit is not in the record's mask)."""
+    high = _high(commits).withColumn("gbit", _index(groups, "group_id"))
+    missed = (records.where(F.col("pk").isNotNull() & F.col("pos_from_drain"))
+              .join(small(special.select("pk"), n_special), "pk", "left_anti")
+              .join(F.broadcast(high), (F.col("pos_topic") == F.col("h_topic"))
+                    & (F.col("pos_partition") == F.col("h_partition"))
+                    & (F.col("pos_offset") < F.col("committed_offset")))
+              .where((F.col("gbit") == 0)
+                     | (F.expr("shiftright(coalesce(group_mask, 0L), gbit - 1) & 1") == 0)))
+    return missed.select("group_id", F.col("pos_topic").alias("topic"),
+                         F.col("pos_partition").alias("partition"),
+                         F.col("pos_offset").alias("offset"), F.lit(0).cast("long").alias("deliveries"),
+                         "committed_offset")
+
+
+def _high(commits: DataFrame) -> DataFrame:
+    return highest_commits(commits).select(
+        "group_id", F.col("topic").alias("h_topic"), F.col("partition").alias("h_partition"),
+        "committed_offset")
+
+
+def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, cat: Catalog,
+                foreign: int, materialize) -> Views:
+    """The general path's views, on this path: `records` complete, `offsets` and
+    `groups` reduced to the positions the anomaly rules can find anything at."""
+    records, sizes = materialize("records", _records(produced, consumed, cat), {
+        "duplicate_ids": _n(F.col("n_positions") >= 2),
+        "moved_acked": _n(ACKED_AT() & ~AT_OWN_OFFSET()),
+        "redelivered_ids": _n(REDELIVERED_RECORD()),
+        "flagged": _n(FLAGGED()),
+        "produced_twice": _n(F.col("produced_rows") > 1),
+        "run_start_us": F.min("send_ts_us"),
+        "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))})
+    n = dict(sizes)
+    dup_ids = (records.where(F.col("n_positions") >= 2).select("record_id"), n["duplicate_ids"])
+    special, seen = materialize("offsets", _special_positions(
+        records, consumed, dup_ids, foreign, cat.topics), {
+        "divergent_offsets": _n(DIVERGENT()), "special": F.count(F.lit(1))})
+    n.update(seen)
+    divergent_at = special.where(DIVERGENT()).select(*OFFSET)
+    candidates, n_candidates = overwrite_candidates(records, n, divergent_at, materialize)
+    alone, seen = materialize("missed_alone", _missed_alone(
+        records, commits, special, n["special"], cat.groups), {"rows": F.count(F.lit(1))})
+    n_alone = seen["rows"]
+    redelivered = records.where(REDELIVERED_RECORD()).select("record_id")
+    ids = dup_ids[0].unionByName(redelivered)
+    watched = watched_rows(
+        consumed, [(df.select(*OFFSET), rows) for df, rows in (
+            (special, n["special"]), (candidates, n_candidates), (alone, n_alone)) if rows],
+        (ids, n["duplicate_ids"] + n["redelivered_ids"]), materialize)
+    # per-(group, position) facts where the shortcut does not hold: every row at a
+    # special position, every row of a redelivered record
+    exact = _groups(_rows_at(watched, special, n["special"], redelivered, n["redelivered_ids"]),
+                    commits, special)
+    groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
+    n.update(seen)
+    fixed = _fix_duplicates(records, watched, dup_ids, cat.topics)
+    return Views(_with_produced_extra(fixed, produced, n["flagged"], materialize), special,
+                 groups, n, Keyed(watched, candidates, n_candidates), for_metrics=records)
+
+
+def _rows_at(watched: DataFrame, special: DataFrame, n_special: int, ids: DataFrame,
+             n_ids: int) -> DataFrame:
+    """The watched rows at a special position or of one of `ids` (each row once)."""
+    hit = []
+    w = watched
+    if n_special:
+        w = w.join(small(special.select(*OFFSET, F.lit(True).alias("_at")), n_special),
+                   list(OFFSET), "left")
+        hit.append(F.col("_at").isNotNull())
+    if n_ids:
+        w = w.join(small(ids.select("record_id", F.lit(True).alias("_of")), n_ids),
+                   "record_id", "left")
+        hit.append(F.col("_of").isNotNull())
+    if not hit:
+        return watched.limit(0)
+    return w.where(reduce(lambda a, b: a | b, hit)).select(*watched.columns)
+
+
+def _fix_duplicates(records: DataFrame, watched: DataFrame, dup_ids: tuple,
+                    topics) -> DataFrame:
+    """Duplicated records' position and count, from their consumed rows."""
+    if not dup_ids[1]:
+        return records
+    rows = watched.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
+    exact = _per_record(_positions(rows, topics), topics).select(
+        "record_id", *[F.col(c).alias(f"_{c}") for c in (
+            "n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")])
+    fixed = records.join(small(exact, dup_ids[1]), "record_id", "left")
+    return fixed.select(*[F.coalesce(f"_{c}", c).alias(c) if f"_{c}" in exact.columns else c
+                          for c in records.columns])
+
+
+def _with_produced_extra(records: DataFrame, produced: DataFrame, flagged: int,
+                         materialize) -> DataFrame:
+    """The produced columns this path does not carry (key, error, txn_id, txn_seq), for
+    the records whose anomaly rows show them (FLAGGED), from one scan of produced."""
+    if not flagged:
+        return records.select("*", *[F.lit(None).cast(t).alias(c)
+                                     for c, t in PRODUCED_EXTRA.items()])
+    ids = records.where(FLAGGED()).select("record_id")
+    extra, _ = materialize("produced_extra", produced.join(
+        small(ids, flagged), "record_id", "left_semi").select(
+        F.col("record_id").alias("_rid"), *PRODUCED_EXTRA))
+    return records.join(small(extra, flagged), F.col("record_id") == F.col("_rid"),
+                        "left").drop("_rid")
