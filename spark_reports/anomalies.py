@@ -57,17 +57,20 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, Data
     produced_cols = list(PRODUCED_COLS)
     pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
     out: dict[str, DataFrame] = {}
+    # the kinds that show whole produced rows (FLAGGED), from their own small table if
+    # the path made one
+    f = v.flagged if v.flagged is not None else r
 
-    out["lost"] = r.where(LOST()).select(*produced_cols)
+    out["lost"] = f.where(LOST()).select(*produced_cols)
 
-    out["recovered"] = r.where(RECOVERED()).select(*produced_cols, *pos_cols, "deliveries")
+    out["recovered"] = f.where(RECOVERED()).select(*produced_cols, *pos_cols, "deliveries")
 
-    out["unexpected"] = r.where(UNEXPECTED()).select(
+    out["unexpected"] = f.where(UNEXPECTED()).select(
         F.when(F.col("producer").isNull(), F.lit("never sent"))
         .otherwise(F.lit("failed outside a transaction")).alias("reason"),
         *produced_cols, *pos_cols, "deliveries")
 
-    out["aborted_read"] = r.where(ABORTED_READ()).select(*produced_cols, *pos_cols)
+    out["aborted_read"] = f.where(ABORTED_READ()).select(*produced_cols, *pos_cols)
 
     earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
                .rowsBetween(Window.unboundedPreceding, -1))
@@ -133,10 +136,12 @@ def overwrite_candidates(records: DataFrame, n: dict, divergent_at: DataFrame, m
     offset (a record whose position is not known yet counts as elsewhere)."""
     if not (n["moved_acked"] or n["divergent_offsets"]):
         return records.select(*OW_COLS).limit(0), 0
-    acked_at = records.where(ACKED_AT())
-    candidates = acked_at.where(~AT_OWN_OFFSET()).select(*OW_COLS).unionByName(
-        acked_at.where(AT_OWN_OFFSET()).join(small(divergent_at, n["divergent_offsets"]),
-                                             list(OFFSET)).select(*OW_COLS))
+    acked_at, elsewhere = records.where(ACKED_AT()), ~AT_OWN_OFFSET()
+    if n["divergent_offsets"]:
+        acked_at = acked_at.join(small(divergent_at.withColumn("_div", F.lit(True)),
+                                       n["divergent_offsets"]), list(OFFSET), "left")
+        elsewhere = elsewhere | F.col("_div").isNotNull()
+    candidates = acked_at.where(elsewhere).select(*OW_COLS)
     df, seen = materialize("overwrite_candidates", candidates, {"rows": F.count(F.lit(1))})
     return df, int(seen["rows"])
 

@@ -41,7 +41,7 @@ from pyspark.sql import functions as F
 from spark_reports.anomalies import overwrite_candidates, watched_rows
 from spark_reports.reconcile import (ACKED_AT, AT_OWN_OFFSET, DIVERGENT, FLAGGED, MAX_OFFSET,
                                      MAX_PARTITION, MAX_TOPICS, MISSED, OFFSET, PRODUCED_EXTRA,
-                                     Keyed, Views, _groups, _h1, _h2, _n, _per_record,
+                                     Keyed, Views, _groups, _n, _offsets, _per_record,
                                      _positions, highest_commits, small)
 
 MAX_PRODUCERS = 256      # names are looked up in a literal array: linear per row
@@ -135,14 +135,16 @@ def _union(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
     return p.unionByName(c)
 
 
-def _records(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
+def _aggregate(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
+    """One row per record_id, every column a number (written as is: decoding the names
+    on write cost ~12 s of 58 at 10 M records; _decode does it on read)."""
     f = F.col("f")
     is_p = f.bitwiseAND(1) == 1
     is_c = ~is_p
     bit = lambda n: f.bitwiseAND(n) != 0  # noqa: E731
     when_c = lambda cond, v: F.when(is_c & cond, v)  # noqa: E731
     group_bit = F.expr("shiftleft(1L, shiftright(f, 8) - 1)")
-    agg = _union(produced, consumed, cat).repartition("record_id").groupBy("record_id").agg(
+    return _union(produced, consumed, cat).repartition("record_id").groupBy("record_id").agg(
         F.min(F.when(is_c, F.col("a"))).alias("pk_lo"), F.max(F.when(is_c, F.col("a"))).alias("pk_hi"),
         F.min(when_c(bit(2), F.col("b"))).alias("drain_us"),
         F.min(when_c(bit(4), F.col("b"))).alias("first_run_recv_us"),
@@ -153,24 +155,27 @@ def _records(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFram
         F.max(F.when(is_p, f)).alias("pf"), F.max(F.when(is_p, F.col("a"))).alias("ppk"),
         F.max(F.when(is_p, F.col("b"))).alias("send_ts_us"), F.max("d").alias("ack_ts_us"),
         F.max("e").alias("seq"), F.sum(is_p.cast("int")).alias("produced_rows"))
+
+
+def _decode(raw: DataFrame, cat: Catalog) -> DataFrame:
+    """_aggregate's columns plus the general path's records view (its columns, same
+    meaning)."""
     pf, single = F.col("pf"), F.col("pk_lo") == F.col("pk_hi")
     topic, partition, offset = _unpack(F.col("ppk"), cat.topics)
     pos_topic, pos_partition, pos_offset = _unpack(F.when(single, F.col("pk_lo")), cat.topics)
-    return agg.select(
-        "record_id", _name(cat.producers, F.shiftright(pf, 8)).alias("producer"), "seq",
+    return raw.select(
+        "*", _name(cat.producers, F.shiftright(pf, 8)).alias("producer"),
         topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
         _name(STATUSES, F.shiftright(pf, 1).bitwiseAND(3)).alias("status"),
-        "send_ts_us", "ack_ts_us", (pf.bitwiseAND(8) != 0).alias("in_txn"),
+        (pf.bitwiseAND(8) != 0).alias("in_txn"),
         _name(TXN_OUTCOMES, F.shiftright(pf, 4).bitwiseAND(3)).alias("txn_outcome"),
         # a record consumed at several positions is a duplicate: its count and
         # position are set from its consumed rows (_fix_duplicates)
         F.when(single, 1).when(F.col("pk_lo").isNotNull(), 2).alias("n_positions"),
-        "read_committed_seen", "first_run_recv_us", "deliveries",
         pos_topic.alias("pos_topic"), pos_partition.alias("pos_partition"),
         pos_offset.alias("pos_offset"),
         F.when(single, F.col("drain_us").isNotNull()).alias("pos_from_drain"),
-        F.when(single, F.col("pk_lo")).alias("pk"), "group_mask", "run_group_deliveries",
-        "produced_rows")
+        F.when(single, F.col("pk_lo")).alias("pk"))
 
 
 def REDELIVERED_RECORD():  # noqa: N802
@@ -182,31 +187,23 @@ def REDELIVERED_RECORD():  # noqa: N802
 
 def _special_positions(records: DataFrame, consumed: DataFrame, dup_ids: tuple,
                        foreign: int, topics) -> DataFrame:
-    """Per position where the single-position shortcut does not hold (claimed by two
-    records, by a duplicated record, or by a foreign payload): the general path's
-    per-offset facts. One aggregation of the records' positions and the few consumed
-    rows of duplicates and foreign payloads."""
-    mine = records.where(F.col("pk").isNotNull()).select(
-        "pk", _h1().alias("h1"), _h2().alias("h2"), F.lit(0).alias("foreign"),
-        F.col("pos_from_drain").cast("int").alias("drain"), F.lit(0).alias("special"))
+    """The positions where the single-position shortcut does not hold: claimed by two
+    records, by a duplicated record, or by a foreign payload. One aggregation of the
+    records' positions and the few consumed rows of duplicates and foreign payloads;
+    what was seen there is computed from the watched rows."""
+    mine = records.where(F.col("pk").isNotNull()).select("pk", F.lit(0).alias("special"))
     rows = consumed.where(F.col("record_id").isNull()) if foreign else None
     if dup_ids[1]:
         of_dups = consumed.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
         rows = of_dups if rows is None else rows.unionByName(of_dups)
     if rows is not None:
-        mine = mine.unionByName(rows.select(
-            _pack(topics).alias("pk"), _h1().alias("h1"), _h2().alias("h2"),
-            F.col("record_id").isNull().cast("int").alias("foreign"),
-            (F.col("phase") == "drain").cast("int").alias("drain"), F.lit(1).alias("special")))
+        mine = mine.unionByName(rows.select(_pack(topics).alias("pk"), F.lit(1).alias("special")))
     at = (mine.repartition("pk").groupBy("pk").agg(
-        F.min("h1").alias("h1_min"), F.max("h1").alias("h1_max"),
-        F.min("h2").alias("h2_min"), F.max("h2").alias("h2_max"),
-        F.max("foreign").alias("has_foreign"), F.max("drain").alias("drain_seen"),
         F.max("special").alias("special"), F.count(F.lit(1)).alias("claims"))
         .where((F.col("claims") > 1) | (F.col("special") == 1)))
     topic, partition, offset = _unpack(F.col("pk"), topics)
     return at.select(topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
-                     "h1_min", "h1_max", "h2_min", "h2_max", "has_foreign", "drain_seen", "pk")
+                     "pk")
 
 
 def _missed_alone(records: DataFrame, commits: DataFrame, special: DataFrame,
@@ -238,40 +235,48 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
                 foreign: int, materialize) -> Views:
     """The general path's views, on this path: `records` complete, `offsets` and
     `groups` reduced to the positions the anomaly rules can find anything at."""
-    records, sizes = materialize("records", _records(produced, consumed, cat), {
+    raw = _aggregate(produced, consumed, cat)
+    written, sizes = materialize("records", _decode(raw, cat), {
         "duplicate_ids": _n(F.col("n_positions") >= 2),
         "moved_acked": _n(ACKED_AT() & ~AT_OWN_OFFSET()),
         "redelivered_ids": _n(REDELIVERED_RECORD()),
         "flagged": _n(FLAGGED()),
         "produced_twice": _n(F.col("produced_rows") > 1),
         "run_start_us": F.min("send_ts_us"),
-        "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))})
+        "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))}, keep=raw.columns)
+    records = _decode(written, cat)
     n = dict(sizes)
     dup_ids = (records.where(F.col("n_positions") >= 2).select("record_id"), n["duplicate_ids"])
-    special, seen = materialize("offsets", _special_positions(
-        records, consumed, dup_ids, foreign, cat.topics), {
-        "divergent_offsets": _n(DIVERGENT()), "special": F.count(F.lit(1))})
-    n.update(seen)
-    divergent_at = special.where(DIVERGENT()).select(*OFFSET)
-    candidates, n_candidates = overwrite_candidates(records, n, divergent_at, materialize)
+    special, seen = materialize("special", _special_positions(
+        records, consumed, dup_ids, foreign, cat.topics), {"rows": F.count(F.lit(1))})
+    n["special"] = seen["rows"]
+    # An acked record at its own offset may be overwritten only where something else
+    # was seen, i.e. at a special position (a superset of the divergent ones).
+    candidates, n_candidates = overwrite_candidates(
+        records, {**n, "divergent_offsets": n["special"]}, special.select(*OFFSET), materialize)
     alone, seen = materialize("missed_alone", _missed_alone(
         records, commits, special, n["special"], cat.groups), {"rows": F.count(F.lit(1))})
     n_alone = seen["rows"]
     redelivered = records.where(REDELIVERED_RECORD()).select("record_id")
-    ids = dup_ids[0].unionByName(redelivered)
     watched = watched_rows(
         consumed, [(df.select(*OFFSET), rows) for df, rows in (
             (special, n["special"]), (candidates, n_candidates), (alone, n_alone)) if rows],
-        (ids, n["duplicate_ids"] + n["redelivered_ids"]), materialize)
+        (dup_ids[0].unionByName(redelivered), n["duplicate_ids"] + n["redelivered_ids"]),
+        materialize)
+    at_special = _rows_at(watched, special, n["special"], redelivered, 0)
+    offsets, seen = materialize("offsets", _offsets(at_special),
+                                {"divergent_offsets": _n(DIVERGENT())})
+    n.update(seen)
     # per-(group, position) facts where the shortcut does not hold: every row at a
     # special position, every row of a redelivered record
     exact = _groups(_rows_at(watched, special, n["special"], redelivered, n["redelivered_ids"]),
-                    commits, special)
+                    commits, offsets)
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
     fixed = _fix_duplicates(records, watched, dup_ids, cat.topics)
-    return Views(_with_produced_extra(fixed, produced, n["flagged"], materialize), special,
-                 groups, n, Keyed(watched, candidates, n_candidates), for_metrics=records)
+    return Views(fixed, offsets, groups, n, Keyed(watched, candidates, n_candidates),
+                 for_metrics=records,
+                 flagged=_flagged(fixed, produced, n["flagged"], materialize))
 
 
 def _rows_at(watched: DataFrame, special: DataFrame, n_special: int, ids: DataFrame,
@@ -306,16 +311,14 @@ def _fix_duplicates(records: DataFrame, watched: DataFrame, dup_ids: tuple,
                           for c in records.columns])
 
 
-def _with_produced_extra(records: DataFrame, produced: DataFrame, flagged: int,
-                         materialize) -> DataFrame:
-    """The produced columns this path does not carry (key, error, txn_id, txn_seq), for
-    the records whose anomaly rows show them (FLAGGED), from one scan of produced."""
+def _flagged(records: DataFrame, produced: DataFrame, flagged: int,
+             materialize) -> DataFrame:
+    """The FLAGGED records with the produced columns this path does not carry (key,
+    error, txn_id, txn_seq): one scan of the view, one of produced."""
+    rows = records.where(FLAGGED())
     if not flagged:
-        return records.select("*", *[F.lit(None).cast(t).alias(c)
-                                     for c, t in PRODUCED_EXTRA.items()])
-    ids = records.where(FLAGGED()).select("record_id")
-    extra, _ = materialize("produced_extra", produced.join(
-        small(ids, flagged), "record_id", "left_semi").select(
-        F.col("record_id").alias("_rid"), *PRODUCED_EXTRA))
-    return records.join(small(extra, flagged), F.col("record_id") == F.col("_rid"),
-                        "left").drop("_rid")
+        return rows.select("*", *[F.lit(None).cast(t).alias(c) for c, t in PRODUCED_EXTRA.items()])
+    rows, _ = materialize("flagged_records", rows)
+    extra = produced.join(small(rows.select("record_id"), flagged), "record_id",
+                          "left_semi").select("record_id", *PRODUCED_EXTRA)
+    return materialize("flagged", rows.join(extra, "record_id", "left"))[0]

@@ -72,6 +72,8 @@ class Views:
     keyed: Keyed | None = None
     # the per-record facts the metrics read (records may add joins they do not need)
     for_metrics: DataFrame | None = None
+    # the records of FLAGGED kinds with every produced column, when records lacks some
+    flagged: DataFrame | None = None
 
 
 class Scratch:
@@ -80,10 +82,11 @@ class Scratch:
     def __init__(self, spark, loc: RunLocation):
         self.spark, self.loc = spark, loc
 
-    def materialize(self, name: str, df: DataFrame, observe: dict | None = None
-                    ) -> tuple[DataFrame, dict]:
-        """Write df, read it back; `observe` (name -> aggregate Column) is computed
-        during the write itself."""
+    def materialize(self, name: str, df: DataFrame, observe: dict | None = None,
+                    keep: list[str] | None = None) -> tuple[DataFrame, dict]:
+        """Write df (only the columns in `keep`, if given), read it back; `observe`
+        (name -> aggregate Column over all of df's columns) is computed during the
+        write itself."""
         from pyspark.sql import Observation
 
         path = self.loc.spark_path("report", "_views", name)
@@ -91,6 +94,8 @@ class Scratch:
         if observe:
             obs = Observation(name)
             df = df.observe(obs, *[c.alias(k) for k, c in observe.items()])
+        if keep is not None:
+            df = df.select(*keep)
         df.write.mode("overwrite").parquet(path)
         return self.spark.read.parquet(path), (dict(obs.get) if obs else {})
 

@@ -238,8 +238,8 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
                                 "slower general path")
     scratch = Scratch(spark, loc)
 
-    def materialize(name, df, observe=None):
-        out = scratch.materialize(name, df, observe)
+    def materialize(name, df, observe=None, keep=None):
+        out = scratch.materialize(name, df, observe, keep)
         step(f"view.{name}")
         return out
 
