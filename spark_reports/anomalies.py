@@ -47,6 +47,8 @@ COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 SAMPLE_ROWS = 20
+REORDERED_COLS = ("record_id", "producer", "seq", "status", "pos_topic", "pos_partition",
+                  "pos_offset", "pos_from_drain", "earlier_max_offset")
 OW_COLS = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
 
 
@@ -59,7 +61,7 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, Data
     out: dict[str, DataFrame] = {}
     # the kinds that show whole produced rows (FLAGGED), from their own small table if
     # the path made one
-    f = v.flagged if v.flagged is not None else r
+    f = v.ready.get("flagged", r)
 
     out["lost"] = f.where(LOST()).select(*produced_cols)
 
@@ -72,19 +74,22 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize) -> dict[str, Data
 
     out["aborted_read"] = f.where(ABORTED_READ()).select(*produced_cols, *pos_cols)
 
-    earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
-               .rowsBetween(Window.unboundedPreceding, -1))
-    out["reordered"] = (r.where(F.col("producer").isNotNull() & CONSUMED())
-                        .select("record_id", "producer", "seq", "status", *pos_cols)
-                        .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
-                        .where(F.col("pos_offset") < F.col("earlier_max_offset")))
+    if "reordered" in v.ready:
+        out["reordered"] = v.ready["reordered"]
+    else:
+        earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
+                   .rowsBetween(Window.unboundedPreceding, -1))
+        out["reordered"] = (r.where(F.col("producer").isNotNull() & CONSUMED())
+                            .select(*REORDERED_COLS[:-1])
+                            .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
+                            .where(F.col("pos_offset") < F.col("earlier_max_offset")))
 
     out["redelivered"] = v.groups.where(F.col("deliveries") > 1).select(
         "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"))
 
     # The small key sets, and the one scan of consumed that serves them all.
-    dup = r.where(F.col("n_positions") >= 2).select("record_id", "producer", "seq", "status",
-                                                    "n_positions")
+    dup = v.ready.get("duplicates", r.where(F.col("n_positions") >= 2)).select(
+        "record_id", "producer", "seq", "status", "n_positions")
     divergent_at = v.offsets.where(DIVERGENT()).select(*OFFSET)
     missed = v.groups.where(MISSED()).select("group_id", *OFFSET, "committed_offset")
     if v.keyed is not None:

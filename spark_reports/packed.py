@@ -35,7 +35,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import reduce
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_reports.anomalies import overwrite_candidates, watched_rows
@@ -273,10 +273,12 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
                     commits, offsets)
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
-    fixed = _fix_duplicates(records, watched, dup_ids, cat.topics)
-    return Views(fixed, offsets, groups, n, Keyed(watched, candidates, n_candidates),
-                 for_metrics=records,
-                 flagged=_flagged(fixed, produced, n["flagged"], materialize))
+    dups = _duplicates(records, watched, dup_ids, cat.topics, materialize)
+    return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
+                 for_metrics=records, ready={
+                     "duplicates": dups,
+                     "flagged": _flagged(records, dups, produced, n, materialize),
+                     "reordered": _reordered(records, dups, n, cat, materialize)})
 
 
 def _rows_at(watched: DataFrame, special: DataFrame, n_special: int, ids: DataFrame,
@@ -297,28 +299,61 @@ def _rows_at(watched: DataFrame, special: DataFrame, n_special: int, ids: DataFr
     return w.where(reduce(lambda a, b: a | b, hit)).select(*watched.columns)
 
 
-def _fix_duplicates(records: DataFrame, watched: DataFrame, dup_ids: tuple,
-                    topics) -> DataFrame:
-    """Duplicated records' position and count, from their consumed rows."""
+POSITION = ("n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
+
+
+def _duplicates(records: DataFrame, watched: DataFrame, dup_ids: tuple, topics,
+                materialize) -> DataFrame:
+    """The duplicated records, with their position and count from their consumed rows."""
+    dups = records.where(F.col("n_positions") >= 2)
     if not dup_ids[1]:
-        return records
+        return dups
     rows = watched.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
-    exact = _per_record(_positions(rows, topics), topics).select(
-        "record_id", *[F.col(c).alias(f"_{c}") for c in (
-            "n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")])
-    fixed = records.join(small(exact, dup_ids[1]), "record_id", "left")
-    return fixed.select(*[F.coalesce(f"_{c}", c).alias(c) if f"_{c}" in exact.columns else c
-                          for c in records.columns])
+    exact = _per_record(_positions(rows, topics), topics).select("record_id", *POSITION)
+    return materialize("duplicates", dups.drop(*POSITION).join(exact, "record_id"))[0]
 
 
-def _flagged(records: DataFrame, produced: DataFrame, flagged: int,
+def _with_positions(rows: DataFrame, dups: DataFrame, n_dups: int) -> DataFrame:
+    """rows with the duplicated records' position columns taken from dups."""
+    if not n_dups:
+        return rows
+    fix = dups.select("record_id", *[F.col(c).alias(f"_{c}") for c in POSITION])
+    return rows.join(small(fix, n_dups), "record_id", "left").select(
+        *[F.coalesce(f"_{c}", c).alias(c) if c in POSITION else c for c in rows.columns])
+
+
+def _flagged(records: DataFrame, dups: DataFrame, produced: DataFrame, n: dict,
              materialize) -> DataFrame:
     """The FLAGGED records with the produced columns this path does not carry (key,
     error, txn_id, txn_seq): one scan of the view, one of produced."""
     rows = records.where(FLAGGED())
-    if not flagged:
+    if not n["flagged"]:
         return rows.select("*", *[F.lit(None).cast(t).alias(c) for c, t in PRODUCED_EXTRA.items()])
     rows, _ = materialize("flagged_records", rows)
-    extra = produced.join(small(rows.select("record_id"), flagged), "record_id",
+    extra = produced.join(small(rows.select("record_id"), n["flagged"]), "record_id",
                           "left_semi").select("record_id", *PRODUCED_EXTRA)
-    return materialize("flagged", rows.join(extra, "record_id", "left"))[0]
+    return materialize("flagged", _with_positions(rows, dups, n["duplicate_ids"]).join(
+        extra, "record_id", "left"))[0]
+
+
+def _reordered(records: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
+               materialize) -> DataFrame:
+    """The general path's rule (a record below the highest offset of any earlier seq of
+    its producer on its partition), sorting only numbers: producer index, partition
+    key, seq, offset."""
+    from spark_reports.anomalies import REORDERED_COLS
+
+    consumed = records.where(F.col("pf").isNotNull() & F.col("n_positions").isNotNull())
+    narrow = _with_positions(consumed.select("record_id", "pf", "seq", "pk", *POSITION),
+                             dups, n["duplicate_ids"])
+    tp = F.coalesce(F.shiftright("pk", 40), (_index(cat.topics, "pos_topic") - 1) * (1 << 16)
+                    + F.col("pos_partition"))
+    earlier = (Window.partitionBy("_p", "_tp").orderBy("seq")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    found, seen = materialize("reordered", narrow.select(
+        "record_id", "seq", "pos_offset", F.shiftright("pf", 8).alias("_p"), tp.alias("_tp"))
+        .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
+        .where(F.col("pos_offset") < F.col("earlier_max_offset"))
+        .select("record_id", "earlier_max_offset"), {"rows": F.count(F.lit(1))})
+    return _with_positions(records.join(small(found, seen["rows"]), "record_id"), dups,
+                           n["duplicate_ids"]).select(*REORDERED_COLS)

@@ -41,7 +41,7 @@ Readings of the spec chosen here:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -72,8 +72,10 @@ class Views:
     keyed: Keyed | None = None
     # the per-record facts the metrics read (records may add joins they do not need)
     for_metrics: DataFrame | None = None
-    # the records of FLAGGED kinds with every produced column, when records lacks some
-    flagged: DataFrame | None = None
+    # anomaly inputs a path computed its own way: "flagged" (the records of FLAGGED
+    # kinds with every produced column), "duplicates" (records consumed at several
+    # positions), "reordered" (that kind's rows)
+    ready: dict = field(default_factory=dict)
 
 
 class Scratch:
