@@ -82,13 +82,36 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
     return {k: out[k] for k in ("p50", "p99", "p999", "max", "n")}
 
 
-def latencies(records: DataFrame) -> dict:
-    rows = _hist(records, ACK_MS(), {"kind": F.lit("ack")}).unionByName(
-        _hist(records, E2E_MS(), {"kind": F.lit("e2e")})).collect()
-    by = defaultdict(list)
+def histograms(records: DataFrame) -> dict[str, list]:
+    """One scan of the records for the run-wide latency histograms and the per-second
+    sends and acks: kind -> [(second or None, bucket, n, lo, hi)], kinds "ack" and
+    "e2e" (FINE buckets), "sent" (a count per second) and "ack_s" (COARSE buckets of
+    the ack latency per second acked)."""
+    sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
+    ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
+
+    def item(kind, second, bucket, value):
+        return F.struct(F.lit(kind).alias("k"), second.alias("s"), bucket.alias("b"),
+                        value.cast("double").alias("v"))
+    items = F.array(
+        F.when(ack.isNotNull(), item("ack", none, _bucket(ack, FINE), ack)),
+        F.when(e2e.isNotNull(), item("e2e", none, _bucket(e2e, FINE), e2e)),
+        F.when(F.col("producer").isNotNull(), item("sent", sec("send_ts_us"), F.lit(0), F.lit(0))),
+        F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack)))
+    rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
+            .select("x.*").groupBy("k", "s", "b")
+            .agg(F.count(F.lit(1)).alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"))
+            .collect())
+    out: dict[str, list] = defaultdict(list)
     for r in rows:
-        by[r["kind"]].append((r["b"], r["n"], r["lo"], r["hi"]))
-    return {"ack_latency_ms": percentiles(by["ack"]), "e2e_latency_ms": percentiles(by["e2e"])}
+        out[r["k"]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
+    return out
+
+
+def latencies(hist: dict[str, list]) -> dict:
+    """Run-wide ack and end-to-end latency percentiles, from histograms()."""
+    return {f"{k}_latency_ms": percentiles([(b, n, lo, hi) for _, b, n, lo, hi in hist[k]])
+            for k in ("ack", "e2e")}
 
 
 def fault_latencies(spark, records: DataFrame, tl: Timeline) -> dict[str, dict]:
@@ -111,24 +134,21 @@ def fault_latencies(spark, records: DataFrame, tl: Timeline) -> dict[str, dict]:
             for f in tl.faults}
 
 
-def per_second(records: DataFrame, consumed: DataFrame) -> list[dict]:
-    """Sent / acked / consumed-in-run counts and ack latency per second (for the plots)."""
+def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
+    """Sent / acked / consumed-in-run counts and ack latency per second (for the plots),
+    from histograms() and one scan of consumed."""
     sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
-    sent = (records.where(F.col("producer").isNotNull()).groupBy(sec("send_ts_us").alias("s"))
-            .agg(F.count(F.lit(1)).alias("sent")).collect())
-    acked = _hist(records.where(F.col("ack_ts_us").isNotNull()), ACK_MS(),
-                  {"s": sec("ack_ts_us")}, COARSE).collect()
     cons = (consumed.where(F.col("phase") == "run").groupBy(sec("recv_ts_us").alias("s"))
             .agg(F.count(F.lit(1)).alias("consumed")).collect())
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
                                                   "ack_p50_ms": None, "ack_p99_ms": None,
                                                   "ack_max_ms": None})
-    for r in sent:
-        table[r["s"]]["sent"] = int(r["sent"])
-    hist = defaultdict(list)
-    for r in acked:
-        hist[r["s"]].append((r["b"], r["n"], r["lo"], r["hi"]))
-    for s_, rows in hist.items():
+    for s_, _, n, _, _ in hist["sent"]:
+        table[s_]["sent"] = int(n)
+    acked = defaultdict(list)
+    for s_, b, n, lo, hi in hist["ack_s"]:
+        acked[s_].append((b, n, lo, hi))
+    for s_, rows in acked.items():
         p = percentiles(rows)
         t = table[s_]
         t["acked"], t["ack_p50_ms"], t["ack_p99_ms"], t["ack_max_ms"] = (

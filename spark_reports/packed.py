@@ -62,15 +62,21 @@ class Catalog:
         return None not in (self.topics, self.producers, self.groups)
 
 
-def catalog(produced: DataFrame, consumed: DataFrame) -> Catalog:
-    """Topics (with position bounds), producers and consumer groups: two small jobs."""
-    c = consumed.groupBy("topic", F.when(F.col("phase") == "run", F.col("group_id"))
-                         .alias("group")).agg(
-        F.min("partition").alias("p0"), F.max("partition").alias("p1"),
-        F.min("offset").alias("o0"), F.max("offset").alias("o1")).collect()
-    p = produced.groupBy("producer", "topic").agg(
-        F.min("partition").alias("p0"), F.max("partition").alias("p1"),
-        F.min("offset").alias("o0"), F.max("offset").alias("o1")).collect()
+def catalog_aggregations() -> dict:
+    """What the catalog needs from the validation scan (validate.check_values'
+    per_group): per (topic, group) of consumed and (producer, topic) of produced, the
+    position bounds."""
+    bounds = {"p0": F.min("partition"), "p1": F.max("partition"),
+              "o0": F.min("offset"), "o1": F.max("offset")}
+    return {"consumed": ([F.col("topic"), F.when(F.col("phase") == "run", F.col("group_id"))
+                          .alias("group")], bounds),
+            "produced": ([F.col("producer"), F.col("topic")], bounds)}
+
+
+def catalog_from(scanned: dict) -> Catalog:
+    """Topics, producers and consumer groups from the validation scan's groups."""
+    c = scanned.get("consumed", {}).get("_groups", [])
+    p = scanned.get("produced", {}).get("_groups", [])
     topics = sorted({r["topic"] for r in c + p if r["topic"] is not None})
     # The top partition and offset values are reserved for "null" on produced rows.
     fits = len(topics) <= MAX_TOPICS and all(

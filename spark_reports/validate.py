@@ -136,14 +136,17 @@ def check_files(loc: RunLocation) -> HistoryFiles:
 
 
 def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict,
-                 extra: dict | None = None) -> dict:
+                 extra: dict | None = None, per_group: dict | None = None) -> dict:
     """Enumerated values and (when footers lack statistics) non-null columns, with Spark.
 
     One aggregation per table, which also computes the caller's `extra`
     aggregations (table → [named Column]) so the history is scanned once; their
-    values are returned (table → {name: value}; {} for an empty table). Only
-    when something is wrong a second query finds the first file holding the bad
-    value. Raises HistoryInvalid.
+    values are returned (table → {name: value}; {} for an empty table). With
+    `per_group` (table → (key Columns, {name: Column})) that table's aggregation
+    is grouped by the keys (few groups): `extra` must then be counts or sums (they
+    are summed over the groups), and the rows of keys and per-group aggregates are
+    returned too, under "_groups". Only when something is wrong a second query
+    finds the first file holding the bad value. Raises HistoryInvalid.
     """
     from pyspark.sql import functions as F
 
@@ -168,7 +171,15 @@ def check_values(spark, loc: RunLocation, history: HistoryFiles, frames: dict,
             continue
         aggs = [F.sum(F.when(bad, 1).otherwise(0)).alias(f"bad_{i}")
                 for i, (_, bad, _) in enumerate(checks)]
-        row = df.agg(*aggs, *wanted).collect()[0].asDict()
+        keys, grouped = (per_group or {}).get(table, ((), {}))
+        if keys:
+            rows = [r.asDict() for r in df.groupBy(*keys).agg(
+                *aggs, *wanted, *[c.alias(k) for k, c in grouped.items()]).collect()]
+            names = [k for k in (rows[0] if rows else {}) if k not in grouped]
+            row = {k: sum(r[k] or 0 for r in rows) for k in names[len(keys):]}
+            row["_groups"] = [{k: r[k] for k in (*names[:len(keys)], *grouped)} for r in rows]
+        else:
+            row = df.agg(*aggs, *wanted).collect()[0].asDict()
         results[table] = {k: v for k, v in row.items() if not k.startswith("bad_")}
         for i, (col, bad, what) in enumerate(checks):
             n = row[f"bad_{i}"] or 0

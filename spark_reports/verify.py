@@ -217,7 +217,8 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
     # one scan per table: enum/null checks and the counts together
-    scanned = check_values(spark, loc, history, frames, count_aggregations())
+    scanned = check_values(spark, loc, history, frames, count_aggregations(),
+                           packed.catalog_aggregations())
     step("validate")
     produced, consumed = frames["produced"], frames["consumed"]
     # run_id from one row: first() beside the counts would force Spark's slower
@@ -227,8 +228,7 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
         summary["run_id"] = first[0]["run_id"]
     counts = counts_from(scanned)
     step("counts")
-    cat = packed.catalog(produced, consumed)
-    step("catalog")
+    cat = packed.catalog_from(scanned)
     if cat.topics is None:
         summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
                                 "position key: positions computed on the slower struct path")
@@ -268,10 +268,11 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
                            .select("topic", "partition").distinct().collect())
         step("events")
         records = views.for_metrics if views.for_metrics is not None else views.records
-        lat = M.latencies(records)
+        hist = M.histograms(records)
+        lat = M.latencies(hist)
         per_fault = M.fault_latencies(spark, records, tl)
         step("latency")
-        per_sec = M.per_second(records, consumed)
+        per_sec = M.per_second(hist, consumed)
         step("per_second")
         unavail = M.unavailability(spark, records, threshold, run_end)
         step("unavailability")

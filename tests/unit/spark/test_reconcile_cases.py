@@ -337,9 +337,9 @@ def test_general_path_gives_the_same_counts(verified, spark, tmp_path, monkeypat
 
     run, summary = verified
     shutil.copytree(run / "history", tmp_path / "history")
-    real = packed.catalog
-    monkeypatch.setattr(packed, "catalog", lambda produced, consumed: packed.Catalog(
-        real(produced, consumed).topics if fits == "positions only" else None, None, None))
+    real = packed.catalog_from
+    monkeypatch.setattr(packed, "catalog_from", lambda scanned: packed.Catalog(
+        real(scanned).topics if fits == "positions only" else None, None, None))
     again = verify_run(str(tmp_path), spark=spark, write_html=False)
     assert again.summary["anomalies"] == summary["anomalies"]
     assert again.summary["metrics"] == summary["metrics"]
