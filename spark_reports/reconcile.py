@@ -12,6 +12,11 @@ Spark's cache (MEMORY_AND_DISK, which spills) took 99 s.
 - `groups`   one row per (group, topic, partition, offset) delivered in `run`
              or drained below the group's highest accepted commit.
 
+This is the general path. When the history's names fit small catalogs, the
+packed path (spark_reports/packed.py) builds the same views with one shuffle
+of produced and consumed together, `offsets` and `groups` reduced to the
+positions where the rules can find anything; both give the same rows.
+
 The anomaly kinds are computed from these views in spark_reports/anomalies.py.
 The aggregations over the big tables use fixed-width buffers (longs, 64-bit
 hashes), which Spark runs as hash aggregations, except the per-record position
