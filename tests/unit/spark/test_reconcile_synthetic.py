@@ -77,3 +77,17 @@ def test_unknown_enum_value_names_file_and_column(tmp_path, spark):
     reason = result.verdict.reason
     assert "history/consumed/test-consumed-000000.parquet" in reason
     assert "'isolation'" in reason and "'read_uncommited'" in reason
+
+
+def test_record_id_sent_twice_is_a_malformed_history(tmp_path, spark):
+    """record_id is unique in produced (the spec); two rows of one record_id would be
+    merged silently by the per-record aggregation, so they are refused with exit 2."""
+    h = History(tmp_path)
+    rid = h.send("t", "p0", 0, offset=0)
+    h.send("t", "p0", 0, offset=1)                  # the same record_id again
+    h.drain("t", 0, 0, rid)
+    h.close()
+    result = verify_run(str(tmp_path), spark=spark)
+    assert result.exit_code == 2
+    assert "history/produced" in result.verdict.reason
+    assert "'record_id' is not unique: 1 record_id(s)" in result.verdict.reason
