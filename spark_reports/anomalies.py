@@ -151,24 +151,29 @@ def overwrite_candidates(records: DataFrame, n: dict, divergent_at: DataFrame, m
     return df, int(seen["rows"])
 
 
-def watched_rows(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
-             ids: tuple[DataFrame, int], materialize) -> DataFrame:
-    """The consumed rows at any of the offsets in `offset_sets` or of any record_id
-    in `ids`: one scan, each key set broadcast when small."""
-    c, hit = consumed, []
+def rows_matching(rows: DataFrame, offset_sets: list[tuple[DataFrame, int]],
+                  ids: tuple[DataFrame, int]) -> DataFrame:
+    """The rows at any of the offsets in `offset_sets` or of any record_id in `ids`
+    (each row once): one scan, each key set broadcast when small."""
+    c, hit = rows, []
     if offset_sets:
         offsets = reduce(DataFrame.unionByName, [df for df, _ in offset_sets]).distinct()
         c = c.join(small(offsets.withColumn("_at", F.lit(True)),
-                         sum(rows for _, rows in offset_sets)), list(OFFSET), "left")
+                         sum(n for _, n in offset_sets)), list(OFFSET), "left")
         hit.append(F.col("_at").isNotNull())
     if ids[1]:
         c = c.join(small(ids[0].distinct().withColumn("_of", F.lit(True)), ids[1]), "record_id",
                    "left")
         hit.append(F.col("_of").isNotNull())
     if not hit:
-        return consumed.limit(0)
-    rows = c.where(reduce(lambda a, b: a | b, hit)).select(*consumed.columns)
-    return materialize("watched", rows, None)[0]
+        return rows.limit(0)
+    return c.where(reduce(lambda a, b: a | b, hit)).select(*rows.columns)
+
+
+def watched_rows(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
+                 ids: tuple[DataFrame, int], materialize) -> DataFrame:
+    """The consumed rows the keyed rules read (rows_matching), written once."""
+    return materialize("watched", rows_matching(consumed, offset_sets, ids), None)[0]
 
 
 def _skipped(v: Views, missed: DataFrame, watched: DataFrame,

@@ -19,13 +19,14 @@ the big tables once:
    per-offset and per-group facts are only *computed* at the few positions
    where that does not hold: positions claimed by two records, by a record
    consumed at several positions (a duplicate), or by a foreign payload. One
-   narrow aggregation by position finds them (`offsets`, reduced to those).
+   narrow aggregation by position finds them (`special`).
 3. One scan of consumed (`watched`) fetches every row the exact rules still
    need: all rows at those positions, at acked offsets of records that may
    have been overwritten, at positions a group may have skipped, and every
    row of duplicated or redelivered records. The duplicates' exact positions,
-   the per-(group, position) deliveries there, and the skipped offsets are
-   computed from those rows with the general path's own functions.
+   the per-offset facts and per-(group, position) deliveries at the special
+   positions (`offsets`, `groups`, reduced to those) are computed from those
+   rows with the general path's own functions.
 
 The anomaly frames (spark_reports/anomalies.py) then read the same views as on
 the general path. Measured at 10 M records: see benchmarks/RESULTS.md.
@@ -33,16 +34,17 @@ the general path. Measured at 10 M records: see benchmarks/RESULTS.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_reports.anomalies import overwrite_candidates, watched_rows
+from spark_reports.anomalies import (REORDERED_COLS, overwrite_candidates, rows_matching,
+                                     watched_rows)
 from spark_reports.reconcile import (ACKED_AT, AT_OWN_OFFSET, DIVERGENT, FLAGGED, MAX_OFFSET,
                                      MAX_PARTITION, MAX_TOPICS, MISSED, OFFSET, PRODUCED_EXTRA,
                                      Keyed, Views, _groups, _n, _offsets, _per_record,
-                                     _positions, highest_commits, small)
+                                     _positions, highest_commits, pack_position, small,
+                                     unpack_position)
 
 MAX_PRODUCERS = 256      # names are looked up in a literal array: linear per row
 MAX_GROUPS = 62          # one bit each in a long mask
@@ -102,20 +104,6 @@ def _name(names, idx: "F.Column") -> "F.Column":
     return F.when(idx > 0, F.element_at(_lookup(names), idx.cast("int")))
 
 
-def _pack(topics, null_as_max: bool = False) -> "F.Column":
-    part, off = F.col("partition").cast("long"), F.col("offset")
-    if null_as_max:
-        part, off = F.coalesce(part, F.lit(MAX_PARTITION)), F.coalesce(off, F.lit(MAX_OFFSET))
-    return (_index(topics, "topic") - 1) * (1 << 56) + part * (1 << 40) + off
-
-
-def _unpack(pk: "F.Column", topics) -> list:
-    part = F.shiftright(pk, 40).bitwiseAND(MAX_PARTITION).cast("int")
-    off = pk.bitwiseAND(MAX_OFFSET)
-    return [_name(topics, F.shiftright(pk, 56) + 1), F.when(part != MAX_PARTITION, part),
-            F.when(off != MAX_OFFSET, off)]
-
-
 # The union's one int of flags. Both: bit 0 = a produced row. Consumed: bit 1 drain,
 # bit 2 run, bit 3 read_committed, bit 4 run with a group, bits 8.. group index.
 # Produced: bits 1-2 status, bit 3 in a transaction, bits 4-5 txn_outcome, bits 8..
@@ -124,14 +112,14 @@ def _union(produced: DataFrame, consumed: DataFrame, cat: Catalog) -> DataFrame:
     code = lambda col, values: F.coalesce(  # noqa: E731 - 1-based, 0 for null
         F.array_position(_lookup(values), F.col(col)), F.lit(0)).cast("int")
     p = produced.select(
-        "record_id", _pack(cat.topics, null_as_max=True).alias("a"),
+        "record_id", pack_position(cat.topics, null_as_max=True).alias("a"),
         F.col("send_ts_us").alias("b"), F.col("ack_ts_us").alias("d"), F.col("seq").alias("e"),
         (F.lit(1) + code("status", STATUSES) * 2 + F.col("txn_id").isNotNull().cast("int") * 8
          + code("txn_outcome", TXN_OUTCOMES) * 16
          + _index(cat.producers, "producer").cast("int") * 256).alias("f"))
     run_group = (F.col("phase") == "run") & F.col("group_id").isNotNull()
     c = consumed.where(F.col("record_id").isNotNull()).select(
-        "record_id", _pack(cat.topics).alias("a"), F.col("recv_ts_us").alias("b"),
+        "record_id", pack_position(cat.topics).alias("a"), F.col("recv_ts_us").alias("b"),
         F.lit(None).cast("long").alias("d"), F.lit(None).cast("long").alias("e"),
         ((F.col("phase") == "drain").cast("int") * 2 + (F.col("phase") == "run").cast("int") * 4
          + (F.col("isolation") == "read_committed").cast("int") * 8
@@ -167,8 +155,8 @@ def _decode(raw: DataFrame, cat: Catalog) -> DataFrame:
     """_aggregate's columns plus the general path's records view (its columns, same
     meaning)."""
     pf, single = F.col("pf"), F.col("pk_lo") == F.col("pk_hi")
-    topic, partition, offset = _unpack(F.col("ppk"), cat.topics)
-    pos_topic, pos_partition, pos_offset = _unpack(F.when(single, F.col("pk_lo")), cat.topics)
+    topic, partition, offset = unpack_position(F.col("ppk"), cat.topics)
+    pos_topic, pos_partition, pos_offset = unpack_position(F.when(single, F.col("pk_lo")), cat.topics)
     return raw.select(
         "*", _name(cat.producers, F.shiftright(pf, 8)).alias("producer"),
         topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
@@ -176,7 +164,7 @@ def _decode(raw: DataFrame, cat: Catalog) -> DataFrame:
         (pf.bitwiseAND(8) != 0).alias("in_txn"),
         _name(TXN_OUTCOMES, F.shiftright(pf, 4).bitwiseAND(3)).alias("txn_outcome"),
         # a record consumed at several positions is a duplicate: its count and
-        # position are set from its consumed rows (_fix_duplicates)
+        # position come from its consumed rows (_duplicates, _with_positions)
         F.when(single, 1).when(F.col("pk_lo").isNotNull(), 2).alias("n_positions"),
         pos_topic.alias("pos_topic"), pos_partition.alias("pos_partition"),
         pos_offset.alias("pos_offset"),
@@ -203,11 +191,11 @@ def _special_positions(records: DataFrame, consumed: DataFrame, dup_ids: tuple,
         of_dups = consumed.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
         rows = of_dups if rows is None else rows.unionByName(of_dups)
     if rows is not None:
-        mine = mine.unionByName(rows.select(_pack(topics).alias("pk"), F.lit(1).alias("special")))
+        mine = mine.unionByName(rows.select(pack_position(topics).alias("pk"), F.lit(1).alias("special")))
     at = (mine.repartition("pk").groupBy("pk").agg(
         F.max("special").alias("special"), F.count(F.lit(1)).alias("claims"))
         .where((F.col("claims") > 1) | (F.col("special") == 1)))
-    topic, partition, offset = _unpack(F.col("pk"), topics)
+    topic, partition, offset = unpack_position(F.col("pk"), topics)
     return at.select(topic.alias("topic"), partition.alias("partition"), offset.alias("offset"),
                      "pk")
 
@@ -217,7 +205,9 @@ def _missed_alone(records: DataFrame, commits: DataFrame, special: DataFrame,
     """(group, position) skipped-candidates at single-claim positions: the drain saw
     the record there, the group committed past it, and no run consumer of the group
     received it (its bit is not in the record's mask)."""
-    high = _high(commits).withColumn("gbit", _index(groups, "group_id"))
+    high = highest_commits(commits).select(
+        "group_id", F.col("topic").alias("h_topic"), F.col("partition").alias("h_partition"),
+        "committed_offset", _index(groups, "group_id").alias("gbit"))
     missed = (records.where(F.col("pk").isNotNull() & F.col("pos_from_drain"))
               .join(small(special.select("pk"), n_special), "pk", "left_anti")
               .join(F.broadcast(high), (F.col("pos_topic") == F.col("h_topic"))
@@ -229,12 +219,6 @@ def _missed_alone(records: DataFrame, commits: DataFrame, special: DataFrame,
                          F.col("pos_partition").alias("partition"),
                          F.col("pos_offset").alias("offset"), F.lit(0).cast("long").alias("deliveries"),
                          "committed_offset")
-
-
-def _high(commits: DataFrame) -> DataFrame:
-    return highest_commits(commits).select(
-        "group_id", F.col("topic").alias("h_topic"), F.col("partition").alias("h_partition"),
-        "committed_offset")
 
 
 def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, cat: Catalog,
@@ -269,40 +253,22 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
             (special, n["special"]), (candidates, n_candidates), (alone, n_alone)) if rows],
         (dup_ids[0].unionByName(redelivered), n["duplicate_ids"] + n["redelivered_ids"]),
         materialize)
-    at_special = _rows_at(watched, special, n["special"], redelivered, 0)
-    offsets, seen = materialize("offsets", _offsets(at_special),
+    at_special = [(special.select(*OFFSET), n["special"])] if n["special"] else []
+    offsets, seen = materialize("offsets", _offsets(rows_matching(watched, at_special, (None, 0))),
                                 {"divergent_offsets": _n(DIVERGENT())})
     n.update(seen)
     # per-(group, position) facts where the shortcut does not hold: every row at a
     # special position, every row of a redelivered record
-    exact = _groups(_rows_at(watched, special, n["special"], redelivered, n["redelivered_ids"]),
+    exact = _groups(rows_matching(watched, at_special, (redelivered, n["redelivered_ids"])),
                     commits, offsets)
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
     dups = _duplicates(records, watched, dup_ids, cat.topics, materialize)
     return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
-                 for_metrics=records, ready={
+                 ready={
                      "duplicates": dups,
                      "flagged": _flagged(records, dups, produced, n, materialize),
                      "reordered": _reordered(records, dups, n, cat, materialize)})
-
-
-def _rows_at(watched: DataFrame, special: DataFrame, n_special: int, ids: DataFrame,
-             n_ids: int) -> DataFrame:
-    """The watched rows at a special position or of one of `ids` (each row once)."""
-    hit = []
-    w = watched
-    if n_special:
-        w = w.join(small(special.select(*OFFSET, F.lit(True).alias("_at")), n_special),
-                   list(OFFSET), "left")
-        hit.append(F.col("_at").isNotNull())
-    if n_ids:
-        w = w.join(small(ids.select("record_id", F.lit(True).alias("_of")), n_ids),
-                   "record_id", "left")
-        hit.append(F.col("_of").isNotNull())
-    if not hit:
-        return watched.limit(0)
-    return w.where(reduce(lambda a, b: a | b, hit)).select(*watched.columns)
 
 
 POSITION = ("n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
@@ -347,8 +313,6 @@ def _reordered(records: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
     """The general path's rule (a record below the highest offset of any earlier seq of
     its producer on its partition), sorting only numbers: producer index, partition
     key, seq, offset."""
-    from spark_reports.anomalies import REORDERED_COLS
-
     consumed = records.where(F.col("pf").isNotNull() & F.col("n_positions").isNotNull())
     narrow = _with_positions(consumed.select("record_id", "pf", "seq", "pk", *POSITION),
                              dups, n["duplicate_ids"])

@@ -75,8 +75,6 @@ class Views:
     # receiving them; plus the run's first send and last send-or-ack.
     sizes: dict
     keyed: Keyed | None = None
-    # the per-record facts the metrics read (records may add joins they do not need)
-    for_metrics: DataFrame | None = None
     # anomaly inputs a path computed its own way: "flagged" (the records of FLAGGED
     # kinds with every produced column), "duplicates" (records consumed at several
     # positions), "reordered" (that kind's rows)
@@ -143,6 +141,29 @@ def _n(cond) -> "F.Column":
 MAX_TOPICS, MAX_PARTITION, MAX_OFFSET = 127, (1 << 16) - 1, (1 << 40) - 1
 
 
+def _topic_names(topics: list[str]) -> "F.Column":
+    return F.array(*[F.lit(t) for t in topics])
+
+
+def pack_position(topics: list[str], null_as_max: bool = False) -> "F.Column":
+    """(topic, partition, offset) in one long. With null_as_max a null partition or
+    offset becomes the top value of its field (a catalog never admits it as real)."""
+    part, off = F.col("partition").cast("long"), F.col("offset")
+    if null_as_max:
+        part, off = F.coalesce(part, F.lit(MAX_PARTITION)), F.coalesce(off, F.lit(MAX_OFFSET))
+    topic_id = F.coalesce(F.array_position(_topic_names(topics), F.col("topic")), F.lit(0)) - 1
+    return topic_id * (1 << 56) + part * (1 << 40) + off
+
+
+def unpack_position(pk: "F.Column", topics: list[str]) -> list:
+    """[topic, partition, offset] of a packed position (top values read as null)."""
+    part = F.shiftright(pk, 40).bitwiseAND(MAX_PARTITION).cast("int")
+    off = pk.bitwiseAND(MAX_OFFSET)
+    topic_idx = F.shiftright(pk, 56) + 1
+    return [F.when(topic_idx > 0, F.element_at(_topic_names(topics), topic_idx.cast("int"))),
+            F.when(part != MAX_PARTITION, part), F.when(off != MAX_OFFSET, off)]
+
+
 def _positions(consumed: DataFrame, topics: list[str] | None) -> DataFrame:
     """One row per (record_id, position) consumed. Only narrow columns are shuffled
     (by record_id, once): the position packed into one long when it fits, phase and
@@ -150,9 +171,7 @@ def _positions(consumed: DataFrame, topics: list[str] | None) -> DataFrame:
     all run on that one partitioning."""
     pos = [F.col("topic"), F.col("partition"), F.col("offset")]
     if topics is not None:
-        names = F.array(*[F.lit(t) for t in topics])
-        pos = [((F.array_position(names, F.col("topic")) - 1) * (1 << 56)
-                + F.col("partition").cast("long") * (1 << 40) + F.col("offset")).alias("packed")]
+        pos = [pack_position(topics).alias("packed")]
     c = (consumed.where(F.col("record_id").isNotNull())
          .select("record_id", *pos, "recv_ts_us",
                  (F.col("phase") == "drain").alias("is_drain"),
@@ -183,14 +202,11 @@ def _per_record(positions: DataFrame, topics: list[str] | None) -> DataFrame:
             *keep, F.col("pos.topic").alias("pos_topic"),
             F.col("pos.partition").alias("pos_partition"), F.col("pos.offset").alias("pos_offset"),
             (F.col("pos.rank") < (1 << 52)).alias("pos_from_drain"))
-    names = F.array(*[F.lit(t) for t in topics])
     best = F.min(F.struct(rank.alias("rank"), F.col("packed").alias("packed"))).alias("best")
-    low = F.col("best.packed")
+    topic, partition, offset = unpack_position(F.col("best.packed"), topics)
     return positions.groupBy("record_id").agg(*common, best).select(
-        *keep, F.element_at(names, F.shiftright(low, 56).cast("int") + 1).alias("pos_topic"),
-        (F.shiftright(low, 40).bitwiseAND(MAX_PARTITION)).cast("int").alias("pos_partition"),
-        low.bitwiseAND(MAX_OFFSET).alias("pos_offset"),
-        (F.col("best.rank") < (1 << 52)).alias("pos_from_drain"))
+        *keep, topic.alias("pos_topic"), partition.alias("pos_partition"),
+        offset.alias("pos_offset"), (F.col("best.rank") < (1 << 52)).alias("pos_from_drain"))
 
 
 def _h1():

@@ -267,7 +267,7 @@ def _reconcile(spark, loc, history, summary, exps, facts, fact_sources, threshol
                            produced.where(F.col("partition").isNotNull())
                            .select("topic", "partition").distinct().collect())
         step("events")
-        records = views.for_metrics if views.for_metrics is not None else views.records
+        records = views.records
         hist = M.histograms(records)
         lat = M.latencies(hist)
         per_fault = M.fault_latencies(spark, records, tl)
