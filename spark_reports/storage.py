@@ -2,7 +2,8 @@
 
 A run directory is a local path or a URI (file://, s3://, hdfs://, gs://…), so
 a nightly job can keep histories on shared storage. Small files (summary,
-HTML, JUnit, scenario) go through pyarrow's filesystem layer; the big tables go
+HTML, JUnit, scenario), Parquet footers and the history's few low-cardinality
+columns (validation) go through pyarrow's filesystem layer; the big tables go
 through Spark.
 """
 from __future__ import annotations

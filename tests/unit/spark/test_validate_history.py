@@ -99,3 +99,71 @@ def test_history_writer_files_pass(tmp_path):
         with HistoryWriter(tmp_path, table, "r") as w:
             w.append(row)
     assert check_files(RunLocation.of(str(tmp_path))).rows("consumed") == 1
+
+
+def _values(run):
+    from spark_reports.validate import check_values
+    loc = RunLocation.of(str(run))
+    return check_values(loc, check_files(loc))
+
+
+def test_value_outside_the_enumeration_names_files_and_column(tmp_path):
+    _write(tmp_path, "produced", [PRODUCED, {**PRODUCED, "seq": 1, "record_id": "p0-1",
+                                             "status": "ACKED"}])
+    _write(tmp_path, "produced", [{**PRODUCED, "status": "lost"}], name="part-1.parquet")
+    _write(tmp_path, "consumed", [CONSUMED])
+    with pytest.raises(HistoryInvalid) as e:
+        _values(tmp_path)
+    msg = str(e.value)
+    assert ("history/produced/part-0.parquet: column 'status' has value(s) outside "
+            "['acked', 'failed', 'indeterminate']: 2 row(s), e.g. 'ACKED', 'lost' "
+            "(also in part-1.parquet)") in msg
+
+
+def test_verify_refuses_a_bad_value_before_spark(tmp_path):
+    _write(tmp_path, "produced", [PRODUCED])
+    _write(tmp_path, "consumed", [{**CONSUMED, "phase": "final"}])
+    result = verify_run(str(tmp_path), spark_master="no-such-master://")
+    assert result.exit_code == 2
+    assert "column 'phase' has value(s) outside ['drain', 'run']" in result.verdict.reason
+
+
+def test_nulls_checked_by_reading_when_footers_have_no_statistics(tmp_path):
+    d = tmp_path / "history" / "produced"
+    d.mkdir(parents=True)
+    rows = [PRODUCED, {**PRODUCED, "seq": 1, "record_id": "p0-1", "send_ts_us": None}]
+    pq.write_table(pa.Table.from_pylist(rows, schema=SCHEMAS["produced"]), d / "part-0.parquet",
+                   write_statistics=False)
+    _write(tmp_path, "consumed", [CONSUMED])
+    with pytest.raises(HistoryInvalid) as e:
+        _values(tmp_path)
+    assert ("history/produced/part-0.parquet: column 'send_ts_us' has null value(s) but may "
+            "not be null: 1 row(s)") in str(e.value)
+
+
+@pytest.mark.parametrize("statistics", [True, False])
+def test_counts_names_and_bounds(tmp_path, statistics):
+    d = tmp_path / "history" / "produced"
+    d.mkdir(parents=True)
+    produced = [PRODUCED,
+                {**PRODUCED, "producer": "p1", "seq": 0, "record_id": "p1-0", "topic": "u",
+                 "partition": 3, "offset": 7, "status": "failed", "txn_id": "x",
+                 "txn_outcome": "aborted"},
+                {**PRODUCED, "seq": 1, "record_id": "p0-1", "partition": None, "offset": None,
+                 "status": "indeterminate", "ack_ts_us": None}]
+    pq.write_table(pa.Table.from_pylist(produced, schema=SCHEMAS["produced"]), d / "part-0.parquet",
+                   write_statistics=statistics, row_group_size=2)
+    _write(tmp_path, "consumed", [
+        CONSUMED, {**CONSUMED, "consumer": "c0", "group_id": "g", "phase": "run", "offset": 9},
+        {**CONSUMED, "consumer": "c1", "group_id": "g-drain", "record_id": None, "topic": "v"}])
+    _write(tmp_path, "commits", [{"run_id": "r", "consumer": "c0", "group_id": "g", "topic": "t",
+                                  "partition": 0, "offset": 1, "ok": ok, "ts_us": 5}
+                                 for ok in (True, False, True)])
+    v = _values(tmp_path)
+    assert v.counts == {"sent": 3, "acked": 1, "failed": 1, "indeterminate": 1, "consumed": 3,
+                        "consumed_run": 1, "consumed_drain": 2, "consumed_foreign": 1,
+                        "commits": 3, "commits_ok": 2}
+    assert (v.topics, v.producers, v.run_groups) == ({"t", "u", "v"}, {"p0", "p1"}, {"g"})
+    assert v.bounds == {"partition": (0, 3), "offset": (0, 9)}
+    assert v.partitions == [("t", 0), ("u", 3)]
+    assert v.run_id == "r"
