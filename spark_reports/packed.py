@@ -158,47 +158,52 @@ def _decode(raw: DataFrame, cat: Catalog) -> DataFrame:
         F.when(single, F.col("pk_lo")).alias("pk"))
 
 
-def _raw_sizes() -> dict:
-    """The records view's observed sizes, on _aggregate's numbers: the same conditions
-    as on the decoded view (reconcile.FLAGGED, ACKED_AT, …; the casebook compares both
-    paths). Observing the decoded view instead made Spark build every decoded column,
-    names included, for all rows: 20 of 67 CPU-s of the write at 10 M records."""
-    pf, lo, hi, ppk = F.col("pf"), F.col("pk_lo"), F.col("pk_hi"), F.col("ppk")
-    status = F.shiftright(pf, 1).bitwiseAND(3)      # STATUSES index; null: not produced
-    consumed = lo.isNotNull()
-    acked_at = ((status == 1) & (F.shiftright(ppk, 40).bitwiseAND(MAX_PARTITION) != MAX_PARTITION)
-                & (ppk.bitwiseAND(MAX_OFFSET) != MAX_OFFSET))
-    at_own = consumed & (lo == hi) & (lo == ppk)
-    in_txn = pf.bitwiseAND(8) != 0
-    aborted = F.shiftright(pf, 4).bitwiseAND(3) == 2    # TXN_OUTCOMES index
-    flagged = ((status == 1) & ~consumed) | ((status == 3) & consumed) \
-        | (consumed & (pf.isNull() | ((status == 2) & ~in_txn))) \
-        | ((F.col("read_committed_seen") == 1) & aborted)
-    return {
-        "duplicate_ids": _n(consumed & (lo != hi)),
-        "moved_acked": _n(F.coalesce(acked_at & ~at_own, F.lit(False))),
-        "redelivered_ids": _n(consumed & (lo == hi) & (
-            F.col("run_group_deliveries") > F.bit_count(F.col("group_mask")))),
-        "flagged": _n(F.coalesce(flagged, F.lit(False))),
-        "produced_twice": _n(F.col("produced_rows") > 1),
-        "run_start_us": F.min("send_ts_us"),
-        "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))}
+class _Raw:
+    """The decoded view's conditions (reconcile.FLAGGED, ACKED_AT, …) on _aggregate's
+    numbers, for filters and observations over the whole view: on the decoded view
+    Spark would build the names (strings) of every row first. Observing the decoded
+    view cost 20 of 67 CPU-s of the records write at 10 M records. The casebook
+    compares both paths."""
+
+    def __init__(self):
+        pf, lo, hi, ppk = F.col("pf"), F.col("pk_lo"), F.col("pk_hi"), F.col("ppk")
+        status = F.shiftright(pf, 1).bitwiseAND(3)      # STATUSES index; null: not produced
+        self.consumed = lo.isNotNull()
+        self.single = self.consumed & (lo == hi)
+        self.duplicate = self.consumed & (lo != hi)
+        self.acked_at = F.coalesce(
+            (status == 1) & (F.shiftright(ppk, 40).bitwiseAND(MAX_PARTITION) != MAX_PARTITION)
+            & (ppk.bitwiseAND(MAX_OFFSET) != MAX_OFFSET), F.lit(False))
+        self.at_own = self.single & (lo == ppk)
+        in_txn = pf.bitwiseAND(8) != 0
+        aborted = F.shiftright(pf, 4).bitwiseAND(3) == 2    # TXN_OUTCOMES index
+        self.flagged = F.coalesce(
+            ((status == 1) & ~self.consumed) | ((status == 3) & self.consumed)
+            | (self.consumed & (pf.isNull() | ((status == 2) & ~in_txn)))
+            | ((F.col("read_committed_seen") == 1) & aborted), F.lit(False))
+        # a record at one position that some group received more than once there (a
+        # duplicate's positions are all special, so exact anyway)
+        self.redelivered = self.single & (
+            F.col("run_group_deliveries") > F.bit_count(F.col("group_mask")))
+
+    def sizes(self) -> dict:
+        return {
+            "duplicate_ids": _n(self.duplicate),
+            "moved_acked": _n(self.acked_at & ~self.at_own),
+            "redelivered_ids": _n(self.redelivered),
+            "flagged": _n(self.flagged),
+            "produced_twice": _n(F.col("produced_rows") > 1),
+            "run_start_us": F.min("send_ts_us"),
+            "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))}
 
 
-def REDELIVERED_RECORD():  # noqa: N802
-    """A record at one position that some group received more than once there (a
-    duplicate's positions are all special, so exact anyway)."""
-    return F.col("pk").isNotNull() & (
-        F.col("run_group_deliveries") > F.bit_count(F.col("group_mask")))
-
-
-def _special_positions(records: DataFrame, consumed: DataFrame, dup_ids: tuple,
+def _special_positions(positions: DataFrame, consumed: DataFrame, dup_ids: tuple,
                        foreign: int, topics) -> DataFrame:
     """The positions where the single-position shortcut does not hold: claimed by two
     records, by a duplicated record, or by a foreign payload. One aggregation of the
-    records' positions and the few consumed rows of duplicates and foreign payloads;
-    what was seen there is computed from the watched rows."""
-    mine = records.where(F.col("pk").isNotNull()).select("pk", F.lit(0).alias("special"))
+    records' single positions (`pk`) and the few consumed rows of duplicates and
+    foreign payloads; what was seen there is computed from the watched rows."""
+    mine = positions.select("pk", F.lit(0).alias("special"))
     rows = consumed.where(F.col("record_id").isNull()) if foreign else None
     if dup_ids[1]:
         of_dups = consumed.join(small(dup_ids[0], dup_ids[1]), "record_id", "left_semi")
@@ -213,47 +218,57 @@ def _special_positions(records: DataFrame, consumed: DataFrame, dup_ids: tuple,
                      "pk")
 
 
-def _missed_alone(records: DataFrame, commits: DataFrame, special: DataFrame,
-                  n_special: int, groups) -> DataFrame:
+def _missed_alone(written: DataFrame, commits: DataFrame, special: DataFrame,
+                  n_special: int, cat: Catalog) -> DataFrame:
     """(group, position) skipped-candidates at single-claim positions: the drain saw
     the record there, the group committed past it, and no run consumer of the group
-    received it (its bit is not in the record's mask)."""
+    received it (its bit is not in the record's mask). On the view's numbers: the
+    drained records below a commit are nearly all of them."""
     high = highest_commits(commits).select(
-        "group_id", F.col("topic").alias("h_topic"), F.col("partition").alias("h_partition"),
-        "committed_offset", _index(groups, "group_id").alias("gbit"))
-    missed = (records.where(F.col("pk").isNotNull() & F.col("pos_from_drain"))
+        "group_id", "topic", "partition", "committed_offset",
+        ((_index(cat.topics, "topic") - 1) * (1 << 16) + F.col("partition")).alias("h_tp"),
+        _index(cat.groups, "group_id").alias("gbit"))
+    lo = F.col("pk_lo")
+    missed = (written.where((lo == F.col("pk_hi")) & F.col("drain_us").isNotNull())
+              .select(F.col("pk_lo").alias("pk"), "group_mask")
               .join(small(special.select("pk"), n_special), "pk", "left_anti")
-              .join(F.broadcast(high), (F.col("pos_topic") == F.col("h_topic"))
-                    & (F.col("pos_partition") == F.col("h_partition"))
-                    & (F.col("pos_offset") < F.col("committed_offset")))
+              .join(F.broadcast(high.where(F.col("h_tp") >= 0)),
+                    (F.shiftright(F.col("pk"), 40) == F.col("h_tp"))
+                    & (F.col("pk").bitwiseAND(MAX_OFFSET) < F.col("committed_offset")))
               .where((F.col("gbit") == 0)
                      | (F.expr("shiftright(coalesce(group_mask, 0L), gbit - 1) & 1") == 0)))
-    return missed.select("group_id", F.col("pos_topic").alias("topic"),
-                         F.col("pos_partition").alias("partition"),
-                         F.col("pos_offset").alias("offset"), F.lit(0).cast("long").alias("deliveries"),
-                         "committed_offset")
+    return missed.select("group_id", "topic", "partition",
+                         F.col("pk").bitwiseAND(MAX_OFFSET).alias("offset"),
+                         F.lit(0).cast("long").alias("deliveries"), "committed_offset")
 
 
 def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, cat: Catalog,
                 foreign: int, materialize) -> Views:
     """The general path's views, on this path: `records` complete, `offsets` and
     `groups` reduced to the positions the anomaly rules can find anything at."""
-    raw = _aggregate(produced, consumed, cat)
-    written, sizes = materialize("records", raw, _raw_sizes())
+    raw, cond = _aggregate(produced, consumed, cat), _Raw()
+    written, sizes = materialize("records", raw, cond.sizes())
     records = _decode(written, cat)
     n = dict(sizes)
-    dup_ids = (records.where(F.col("n_positions") >= 2).select("record_id"), n["duplicate_ids"])
+    dup_ids = (written.where(cond.duplicate).select("record_id"), n["duplicate_ids"])
     special, seen = materialize("special", _special_positions(
-        records, consumed, dup_ids, foreign, cat.topics), {"rows": F.count(F.lit(1))})
+        written.where(cond.single).select(F.col("pk_lo").alias("pk")), consumed, dup_ids,
+        foreign, cat.topics), {"rows": F.count(F.lit(1))})
     n["special"] = seen["rows"]
     # An acked record at its own offset may be overwritten only where something else
-    # was seen, i.e. at a special position (a superset of the divergent ones).
+    # was seen, i.e. at a special position (a superset of the divergent ones): the
+    # general rule runs on the records moved or acked at a special position only.
+    at_special = small(special.select(F.col("pk").alias("ppk"), F.lit(True).alias("_sp")),
+                       n["special"])
+    maybe = written.join(at_special, "ppk", "left").where(
+        cond.acked_at & (~cond.at_own | F.col("_sp").isNotNull())).drop("_sp")
     candidates, n_candidates = overwrite_candidates(
-        records, {**n, "divergent_offsets": n["special"]}, special.select(*OFFSET), materialize)
+        _decode(maybe, cat), {**n, "divergent_offsets": n["special"]}, special.select(*OFFSET),
+        materialize)
     alone, seen = materialize("missed_alone", _missed_alone(
-        records, commits, special, n["special"], cat.groups), {"rows": F.count(F.lit(1))})
+        written, commits, special, n["special"], cat), {"rows": F.count(F.lit(1))})
     n_alone = seen["rows"]
-    redelivered = records.where(REDELIVERED_RECORD()).select("record_id")
+    redelivered = written.where(cond.redelivered).select("record_id")
     watched = watched_rows(
         consumed, [(df.select(*OFFSET), rows) for df, rows in (
             (special, n["special"]), (candidates, n_candidates), (alone, n_alone)) if rows],
@@ -269,12 +284,14 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
                     commits, offsets)
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
-    dups = _duplicates(records, watched, dup_ids, cat.topics, materialize)
+    dups = _duplicates(_decode(written.where(cond.duplicate), cat), watched, dup_ids,
+                       cat.topics, materialize)
     return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
                  ready={
                      "duplicates": dups,
-                     "flagged": _flagged(records, dups, produced, n, materialize),
-                     "reordered": _reordered(records, dups, n, cat, materialize)})
+                     "flagged": _flagged(_decode(written.where(cond.flagged), cat), dups,
+                                         produced, n, materialize),
+                     "reordered": _reordered(written, dups, n, cat, materialize)})
 
 
 POSITION = ("n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
@@ -314,22 +331,29 @@ def _flagged(records: DataFrame, dups: DataFrame, produced: DataFrame, n: dict,
         extra, "record_id", "left"))[0]
 
 
-def _reordered(records: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
+def _reordered(written: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
                materialize) -> DataFrame:
     """The general path's rule (a record below the highest offset of any earlier seq of
-    its producer on its partition), sorting only numbers: producer index, partition
-    key, seq, offset."""
-    consumed = records.where(F.col("pf").isNotNull() & F.col("n_positions").isNotNull())
-    narrow = _with_positions(consumed.select("record_id", "pf", "seq", "pk", *POSITION),
-                             dups, n["duplicate_ids"])
-    tp = F.coalesce(F.shiftright("pk", 40), (_index(cat.topics, "pos_topic") - 1) * (1 << 16)
-                    + F.col("pos_partition"))
-    earlier = (Window.partitionBy("_p", "_tp").orderBy("seq")
+    its producer on its partition), sorting only numbers: one key for (producer index,
+    partition key), seq, offset."""
+    cond = _Raw()
+    narrow = written.where(F.col("pf").isNotNull() & cond.consumed).select(
+        "record_id", "seq", F.shiftright("pf", 8).alias("_p"),
+        F.when(cond.single, F.col("pk_lo")).alias("pk"))
+    if n["duplicate_ids"]:
+        # a duplicate's position is the exact one (_duplicates), not its lowest
+        fix = dups.select("record_id", ((_index(cat.topics, "pos_topic") - 1) * (1 << 56)
+                                        + F.col("pos_partition").cast("long") * (1 << 40)
+                                        + F.col("pos_offset")).alias("_pk"))
+        narrow = narrow.join(small(fix, n["duplicate_ids"]), "record_id", "left").select(
+            "record_id", "seq", "_p", F.coalesce("_pk", "pk").alias("pk"))
+    earlier = (Window.partitionBy("_g").orderBy("seq")
                .rowsBetween(Window.unboundedPreceding, -1))
     found, seen = materialize("reordered", narrow.select(
-        "record_id", "seq", "pos_offset", F.shiftright("pf", 8).alias("_p"), tp.alias("_tp"))
+        "record_id", "seq", (F.col("_p") * (1 << 23) + F.shiftright("pk", 40)).alias("_g"),
+        F.col("pk").bitwiseAND(MAX_OFFSET).alias("pos_offset"))
         .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
         .where(F.col("pos_offset") < F.col("earlier_max_offset"))
         .select("record_id", "earlier_max_offset"), {"rows": F.count(F.lit(1))})
-    return _with_positions(records.join(small(found, seen["rows"]), "record_id"), dups,
-                           n["duplicate_ids"]).select(*REORDERED_COLS)
+    rows = _decode(written.join(small(found, seen["rows"]), "record_id"), cat)
+    return _with_positions(rows, dups, n["duplicate_ids"]).select(*REORDERED_COLS)
