@@ -286,8 +286,14 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     n.update(seen)
     dups = _duplicates(_decode(written.where(cond.duplicate), cat), watched, dup_ids,
                        cat.topics, materialize)
+    topic, partition, _ = unpack_position(F.col("ppk"), cat.topics)
+    metric_inputs = written.select(
+        F.col("pf").isNotNull().alias("sent"),
+        F.coalesce(F.shiftright("pf", 1).bitwiseAND(3) == 1, F.lit(False)).alias("acked"),
+        "send_ts_us", "ack_ts_us", "first_run_recv_us", topic.alias("topic"),
+        partition.alias("partition"))
     return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
-                 ready={
+                 metric_inputs=metric_inputs, ready={
                      "duplicates": dups,
                      "flagged": _flagged(_decode(written.where(cond.flagged), cat), dups,
                                          produced, n, materialize),

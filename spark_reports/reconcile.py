@@ -79,6 +79,8 @@ class Views:
     # kinds with every produced column), "duplicates" (records consumed at several
     # positions), "reordered" (that kind's rows)
     ready: dict = field(default_factory=dict)
+    # the metrics' columns (metrics.metric_inputs), when a path builds them its own way
+    metric_inputs: DataFrame | None = None
 
 
 class Scratch:

@@ -261,10 +261,11 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         summary["notes"] += tl.notes
         all_parts = scanned.partitions
         step("events")
-        records = views.records
-        hist = M.histograms(records)
+        records = views.metric_inputs if views.metric_inputs is not None \
+            else M.metric_inputs(views.records)
+        hist = M.histograms(records, tl)
         lat = M.latencies(hist)
-        per_fault = M.fault_latencies(spark, records, tl)
+        per_fault = M.fault_latencies(hist, tl)
         step("latency")
         per_sec = M.per_second(hist, consumed)
         step("per_second")
