@@ -340,26 +340,26 @@ def _flagged(records: DataFrame, dups: DataFrame, produced: DataFrame, n: dict,
 def _reordered(written: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
                materialize) -> DataFrame:
     """The general path's rule (a record below the highest offset of any earlier seq of
-    its producer on its partition), sorting only numbers: one key for (producer index,
-    partition key), seq, offset."""
+    its producer on its partition). Only three numbers are sorted, (producer index,
+    partition key) as one, seq and offset, and the few rows found are matched back on
+    all three: carrying the record_id through the sort took 19 s against 10 s at 10 M."""
     cond = _Raw()
-    narrow = written.where(F.col("pf").isNotNull() & cond.consumed).select(
-        "record_id", "seq", F.shiftright("pf", 8).alias("_p"),
-        F.when(cond.single, F.col("pk_lo")).alias("pk"))
+    rows = written.where(F.col("pf").isNotNull() & cond.consumed).withColumn(
+        "_pk", F.when(cond.single, F.col("pk_lo")))
     if n["duplicate_ids"]:
         # a duplicate's position is the exact one (_duplicates), not its lowest
         fix = dups.select("record_id", ((_index(cat.topics, "pos_topic") - 1) * (1 << 56)
                                         + F.col("pos_partition").cast("long") * (1 << 40)
-                                        + F.col("pos_offset")).alias("_pk"))
-        narrow = narrow.join(small(fix, n["duplicate_ids"]), "record_id", "left").select(
-            "record_id", "seq", "_p", F.coalesce("_pk", "pk").alias("pk"))
+                                        + F.col("pos_offset")).alias("_fix"))
+        rows = rows.join(small(fix, n["duplicate_ids"]), "record_id", "left").withColumn(
+            "_pk", F.coalesce("_fix", "_pk")).drop("_fix")
+    rows = rows.select("*", (F.shiftright("pf", 8) * (1 << 23) + F.shiftright("_pk", 40)).alias("_g"),
+                       F.col("_pk").bitwiseAND(MAX_OFFSET).alias("_o")).drop("_pk")
     earlier = (Window.partitionBy("_g").orderBy("seq")
                .rowsBetween(Window.unboundedPreceding, -1))
-    found, seen = materialize("reordered", narrow.select(
-        "record_id", "seq", (F.col("_p") * (1 << 23) + F.shiftright("pk", 40)).alias("_g"),
-        F.col("pk").bitwiseAND(MAX_OFFSET).alias("pos_offset"))
-        .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
-        .where(F.col("pos_offset") < F.col("earlier_max_offset"))
-        .select("record_id", "earlier_max_offset"), {"rows": F.count(F.lit(1))})
-    rows = _decode(written.join(small(found, seen["rows"]), "record_id"), cat)
-    return _with_positions(rows, dups, n["duplicate_ids"]).select(*REORDERED_COLS)
+    found, seen = materialize("reordered", rows.select("_g", "seq", "_o")
+                              .withColumn("earlier_max_offset", F.max("_o").over(earlier))
+                              .where(F.col("_o") < F.col("earlier_max_offset")),
+                              {"rows": F.count(F.lit(1))})
+    hits = rows.join(small(found, seen["rows"]), ["_g", "seq", "_o"]).drop("_g", "_o")
+    return _with_positions(_decode(hits, cat), dups, n["duplicate_ids"]).select(*REORDERED_COLS)
