@@ -91,48 +91,77 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
     return {k: out[k] for k in ("p50", "p99", "p999", "max", "n")}
 
 
-HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e")
+HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "recovery")
 
 
-def histograms(records: DataFrame, tl: Timeline | None = None) -> dict[str, list]:
-    """One scan of metric_inputs for every latency histogram and the per-second sends
-    and acks: kind -> [(key, bucket, n, lo, hi)], kinds "ack" and "e2e" (key None,
-    FINE buckets), "sent" (key = second, a count), "ack_s" (key = second acked,
-    COARSE buckets of the ack latency), and "fault_ack" / "fault_e2e" (key = the
-    fault's index in tl.faults, FINE buckets of the records sent inside its window).
+def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int | None = None,
+               touched: dict[int, list[tuple[str, int]]] | None = None) -> dict[str, list]:
+    """One scan of metric_inputs for every metric: kind -> [(key, bucket, topic,
+    partition, n, lo, hi)].
+
+    - "ack", "e2e": run-wide latency (FINE buckets; key None);
+    - "sent": sends per second (key = second); "ack_s": ack latency per second acked
+      (key = second, COARSE buckets);
+    - "fault_ack", "fault_e2e": latency of the records sent inside a fault window
+      (key = the fault's index in tl.faults);
+    - "ack_slot" (with threshold_us): first and last ack (lo, hi) per partition and
+      threshold-wide slot (key = ack_ts_us // threshold_us), for unavailability;
+    - "recovery" (with touched: fault index -> its partitions): first ack (lo) per
+      touched partition of the records sent at or after the fault's injection.
+
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
     sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
     ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
+    no_topic, no_part = F.lit(None).cast("string"), F.lit(None).cast("int")
 
-    def item(kind, key, bucket, value):
+    def item(kind, key, bucket, value, topic=no_topic, partition=no_part):
         return F.struct(F.lit(HIST_KINDS.index(kind)).alias("k"), key.cast("long").alias("s"),
-                        bucket.alias("b"), value.cast("double").alias("v"))
+                        bucket.cast("long").alias("b"), topic.alias("t"), partition.alias("p"),
+                        value.cast("double").alias("v"))
     items = F.array(
         F.when(ack.isNotNull(), item("ack", none, _bucket(ack, FINE), ack)),
         F.when(e2e.isNotNull(), item("e2e", none, _bucket(e2e, FINE), e2e)),
         F.when(F.col("sent"), item("sent", sec("send_ts_us"), F.lit(0), F.lit(0))),
         F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack)))
-    if tl is not None and tl.faults:
-        send = F.col("send_ts_us")
+    send, ack_ts = F.col("send_ts_us"), F.col("ack_ts_us")
+    attributed_ack = (F.col("sent") & F.col("acked") & ack_ts.isNotNull()
+                      & F.col("partition").isNotNull())
+    tp = (F.col("topic"), F.col("partition"))
+    if threshold_us:
+        # ack_ts_us is below 2^53: exact as a double
+        items = F.concat(items, F.array(F.when(attributed_ack, item(
+            "ack_slot", F.floor(ack_ts / threshold_us), F.lit(0), ack_ts, *tp))))
+    faults = tl.faults if tl is not None else []
+    if faults:
         windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
-                                     F.lit(f.end_us).alias("z")) for i, f in enumerate(tl.faults)])
+                                     F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
         inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
         items = F.concat(items, F.flatten(F.transform(inside, lambda w: F.array(
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
             F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e))))))
+    since = [F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
+                      F.array(*[F.lit(f"{t}\u0000{p}") for t, p in parts]).alias("tp"))
+             for i, parts in sorted((touched or {}).items()) if parts and i < len(faults)]
+    if since:
+        here = F.concat_ws("\u0000", F.col("topic"), F.col("partition").cast("string"))
+        since = F.array(*since)
+        hit = F.filter(since, lambda f: attributed_ack & (send >= f["a"])
+                       & F.array_contains(f["tp"], here))
+        items = F.concat(items, F.transform(hit, lambda f: item(
+            "recovery", f["i"], F.lit(0), ack_ts, *tp)))
     rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
-            .select("x.*").groupBy("k", "s", "b")
+            .select("x.*").groupBy("k", "s", "b", "t", "p")
             .agg(F.count(F.lit(1)).alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"))
             .collect())
     out: dict[str, list] = defaultdict(list)
     for r in rows:
-        out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
+        out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["t"], r["p"], r["n"], r["lo"], r["hi"]))
     return out
 
 
 def latencies(hist: dict[str, list]) -> dict:
     """Run-wide ack and end-to-end latency percentiles, from histograms()."""
-    return {f"{k}_latency_ms": percentiles([(b, n, lo, hi) for _, b, n, lo, hi in hist[k]])
+    return {f"{k}_latency_ms": percentiles([(b, n, lo, hi) for _, b, _, _, n, lo, hi in hist[k]])
             for k in ("ack", "e2e")}
 
 
@@ -141,7 +170,7 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
     histograms(records, tl)."""
     by = defaultdict(list)
     for kind in ("fault_ack", "fault_e2e"):
-        for i, b, n, lo, hi in hist[kind]:
+        for i, b, _, _, n, lo, hi in hist[kind]:
             by[(i, kind)].append((b, n, lo, hi))
     return {f.fault_id: {"ack_latency_ms": percentiles(by[(i, "fault_ack")]),
                          "e2e_latency_ms": percentiles(by[(i, "fault_e2e")])}
@@ -157,10 +186,10 @@ def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
                                                   "ack_p50_ms": None, "ack_p99_ms": None,
                                                   "ack_max_ms": None})
-    for s_, _, n, _, _ in hist["sent"]:
+    for s_, _, _, _, n, _, _ in hist["sent"]:
         table[s_]["sent"] = int(n)
     acked = defaultdict(list)
-    for s_, b, n, lo, hi in hist["ack_s"]:
+    for s_, b, _, _, n, lo, hi in hist["ack_s"]:
         acked[s_].append((b, n, lo, hi))
     for s_, rows in acked.items():
         p = percentiles(rows)
@@ -172,8 +201,10 @@ def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     return [{"second": s_, **table[s_]} for s_ in sorted(table)]
 
 
-def unavailability(spark, records: DataFrame, threshold_s: float,
-                   run_end_us: int | None) -> list[dict]:
+def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: int | None,
+                   hist: dict[str, list], partitions: list[tuple[str, int]]) -> list[dict]:
+    """Unavailability windows (module docstring) from histograms(records, tl,
+    threshold_us)'s "ack_slot" rows; `partitions`: every produced (topic, partition)."""
     if run_end_us is None:
         return []
     thr = int(threshold_s * 1_000_000)
@@ -181,15 +212,10 @@ def unavailability(spark, records: DataFrame, threshold_s: float,
     # Acks bucketed by threshold-wide slots: a gap longer than the threshold can
     # only lie between two non-empty slots, so the slots' first/last acks find every
     # gap exactly while only (partitions × run length / threshold) rows reach the driver.
-    slots = (attributed.where(F.col("acked") & F.col("ack_ts_us").isNotNull())
-             .groupBy("topic", "partition", F.floor(F.col("ack_ts_us") / thr).alias("slot"))
-             .agg(F.min("ack_ts_us").alias("lo"), F.max("ack_ts_us").alias("hi"))
-             .collect())
-    parts = [(r["topic"], r["partition"])
-             for r in attributed.select("topic", "partition").distinct().collect()]
     by_part: dict[tuple, list] = defaultdict(list)
-    for r in slots:
-        by_part[(r["topic"], r["partition"])].append((r["lo"], r["hi"]))
+    for _, _, topic, part, _, lo, hi in hist["ack_slot"]:
+        by_part[(topic, part)].append((int(lo), int(hi)))
+    parts = partitions
     gaps = []   # (gap_id, topic, partition, a, b, ended_by_ack)
     for tp in parts:
         acks = sorted(by_part.get(tp, []))
@@ -230,33 +256,22 @@ def unavailability(spark, records: DataFrame, threshold_s: float,
     return sorted(out, key=lambda w: (w["start_us"], w["topic"], w["partition"]))
 
 
-def recovery(spark, records: DataFrame, tl: Timeline,
-             all_partitions: list[tuple[str, int]]) -> list[dict]:
-    if not tl.faults:
-        return []
-    rows, how = [], {}
-    for f in tl.faults:
-        parts, reason = touched_partitions(f, tl, all_partitions)
-        how[f.fault_id] = (parts, reason)
-        rows += [(f.fault_id, t, p, f.start_us) for t, p in parts]
-    firsts: dict[str, dict] = defaultdict(dict)
-    if rows:
-        fdf = spark.createDataFrame(rows, T.StructType([
-            T.StructField("fault_id", T.StringType()), T.StructField("f_topic", T.StringType()),
-            T.StructField("f_partition", T.IntegerType()), T.StructField("f_start", T.LongType())]))
-        acks = records.where(F.col("acked") & F.col("ack_ts_us").isNotNull()
-                             & F.col("partition").isNotNull())
-        for r in (acks.join(F.broadcast(fdf), (F.col("topic") == F.col("f_topic"))
-                            & (F.col("partition") == F.col("f_partition"))
-                            & (F.col("send_ts_us") >= F.col("f_start")))
-                  .groupBy("fault_id", "f_topic", "f_partition")
-                  .agg(F.min("ack_ts_us").alias("first_ack")).collect()):
-            firsts[r["fault_id"]][(r["f_topic"], r["f_partition"])] = r["first_ack"]
+def touched_by_fault(tl: Timeline, all_partitions: list[tuple[str, int]]) -> dict:
+    """fault index -> (its partitions, how they were chosen)."""
+    return {i: touched_partitions(f, tl, all_partitions) for i, f in enumerate(tl.faults)}
+
+
+def recovery(tl: Timeline, touched: dict, hist: dict[str, list]) -> list[dict]:
+    """Per fault, the first ack after it on each partition it touched, from
+    histograms(records, tl, touched=…)'s "recovery" rows."""
+    firsts: dict[int, dict] = defaultdict(dict)
+    for i, _, topic, part, _, lo, _ in hist["recovery"]:
+        firsts[i][(topic, part)] = int(lo)
     out = []
-    for f in tl.faults:
-        parts, reason = how[f.fault_id]
-        per = {f"{t}-{p}": ((firsts[f.fault_id][(t, p)] - f.start_us) / 1e6
-                            if (t, p) in firsts[f.fault_id] else None) for t, p in parts}
+    for i, f in enumerate(tl.faults):
+        parts, reason = touched[i]
+        per = {f"{t}-{p}": ((firsts[i][(t, p)] - f.start_us) / 1e6
+                            if (t, p) in firsts[i] else None) for t, p in parts}
         known = [s for s in per.values() if s is not None]
         never = sorted(k for k, s in per.items() if s is None)
         out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,

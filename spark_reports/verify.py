@@ -263,15 +263,17 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         step("events")
         records = views.metric_inputs if views.metric_inputs is not None \
             else M.metric_inputs(views.records)
-        hist = M.histograms(records, tl)
+        touched = M.touched_by_fault(tl, all_parts)
+        hist = M.histograms(records, tl, int(threshold * 1_000_000),
+                            {i: parts for i, (parts, _) in touched.items()})
         lat = M.latencies(hist)
         per_fault = M.fault_latencies(hist, tl)
         step("latency")
         per_sec = M.per_second(hist, consumed)
         step("per_second")
-        unavail = M.unavailability(spark, records, threshold, run_end)
+        unavail = M.unavailability(spark, records, threshold, run_end, hist, all_parts)
         step("unavailability")
-        recov = M.recovery(spark, records, tl, all_parts)
+        recov = M.recovery(tl, touched, hist)
         step("recovery")
     finally:
         scratch.remove()
