@@ -41,13 +41,22 @@ DEFAULT_UNAVAILABILITY_THRESHOLD_S = 1.0
 FINE, COARSE = 1.001, 1.05
 
 
-def metric_inputs(records: DataFrame) -> DataFrame:
+def metric_inputs(records: DataFrame, topics: list[str]) -> DataFrame:
     """The columns the metrics read, from a records view (reconcile.build_views):
-    `sent` (a produced row), `acked` (status acked), the three timestamps, topic and
-    partition. The packed path builds the same columns from its numbers."""
+    `sent` (a produced row), `acked` (status acked), the three timestamps, and the
+    produced partition as one number, `tp` (tp_key; null when the partition is).
+    The packed path builds the same columns from its numbers."""
+    tp = F.when(F.col("partition").isNotNull(), (F.coalesce(
+        F.array_position(F.array(*[F.lit(t) for t in topics]), F.col("topic")), F.lit(0)) - 1)
+        * (1 << 32) + F.col("partition"))
     return records.select(F.col("producer").isNotNull().alias("sent"),
                           F.coalesce(F.col("status") == "acked", F.lit(False)).alias("acked"),
-                          "send_ts_us", "ack_ts_us", "first_run_recv_us", "topic", "partition")
+                          "send_ts_us", "ack_ts_us", "first_run_recv_us", tp.alias("tp"))
+
+
+def tp_key(topics: list[str], topic: str, partition: int) -> int:
+    """metric_inputs' `tp` of a partition (topics: the history's, sorted)."""
+    return topics.index(topic) * (1 << 32) + partition
 
 
 def ACK_MS():  # noqa: N802 - a column expression; needs a live SparkContext, hence a function
@@ -104,33 +113,32 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
       (key = second, COARSE buckets);
     - "fault_ack", "fault_e2e": latency of the records sent inside a fault window
       (key = the fault's index in tl.faults);
-    - "ack_slot" (with threshold_us): first and last ack (lo, hi) per partition and
-      threshold-wide slot (key = ack_ts_us // threshold_us), for unavailability;
-    - "recovery" (with touched: fault index -> its partitions): first ack (lo) per
-      touched partition of the records sent at or after the fault's injection.
+    - "ack_slot" (with threshold_us): first and last ack (lo, hi) per threshold-wide
+      slot (key = ack_ts_us // threshold_us) and partition (bucket = tp), for
+      unavailability;
+    - "recovery" (with touched: fault index -> its partitions' tp): first ack (lo)
+      per touched partition (bucket = tp) of the records sent at or after the
+      fault's injection.
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
     sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
     ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
-    no_topic, no_part = F.lit(None).cast("string"), F.lit(None).cast("int")
 
-    def item(kind, key, bucket, value, topic=no_topic, partition=no_part):
+    def item(kind, key, bucket, value):
         return F.struct(F.lit(HIST_KINDS.index(kind)).alias("k"), key.cast("long").alias("s"),
-                        bucket.cast("long").alias("b"), topic.alias("t"), partition.alias("p"),
-                        value.cast("double").alias("v"))
+                        bucket.cast("long").alias("b"), value.cast("double").alias("v"))
     items = F.array(
         F.when(ack.isNotNull(), item("ack", none, _bucket(ack, FINE), ack)),
         F.when(e2e.isNotNull(), item("e2e", none, _bucket(e2e, FINE), e2e)),
         F.when(F.col("sent"), item("sent", sec("send_ts_us"), F.lit(0), F.lit(0))),
         F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack)))
     send, ack_ts = F.col("send_ts_us"), F.col("ack_ts_us")
-    attributed_ack = (F.col("sent") & F.col("acked") & ack_ts.isNotNull()
-                      & F.col("partition").isNotNull())
-    tp = (F.col("topic"), F.col("partition"))
+    tp = F.col("tp")
+    attributed_ack = F.col("sent") & F.col("acked") & ack_ts.isNotNull() & tp.isNotNull()
     if threshold_us:
         # ack_ts_us is below 2^53: exact as a double
         items = F.concat(items, F.array(F.when(attributed_ack, item(
-            "ack_slot", F.floor(ack_ts / threshold_us), F.lit(0), ack_ts, *tp))))
+            "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts))))
     faults = tl.faults if tl is not None else []
     if faults:
         windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
@@ -140,28 +148,25 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
             F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e))))))
     since = [F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
-                      F.array(*[F.lit(f"{t}\u0000{p}") for t, p in parts]).alias("tp"))
-             for i, parts in sorted((touched or {}).items()) if parts and i < len(faults)]
+                      F.array(*[F.lit(k) for k in tps]).alias("tp"))
+             for i, tps in sorted((touched or {}).items()) if tps and i < len(faults)]
     if since:
-        here = F.concat_ws("\u0000", F.col("topic"), F.col("partition").cast("string"))
-        since = F.array(*since)
-        hit = F.filter(since, lambda f: attributed_ack & (send >= f["a"])
-                       & F.array_contains(f["tp"], here))
-        items = F.concat(items, F.transform(hit, lambda f: item(
-            "recovery", f["i"], F.lit(0), ack_ts, *tp)))
+        hit = F.filter(F.array(*since), lambda f: attributed_ack & (send >= f["a"])
+                       & F.array_contains(f["tp"], tp))
+        items = F.concat(items, F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts)))
     rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
-            .select("x.*").groupBy("k", "s", "b", "t", "p")
+            .select("x.*").groupBy("k", "s", "b")
             .agg(F.count(F.lit(1)).alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"))
             .collect())
     out: dict[str, list] = defaultdict(list)
     for r in rows:
-        out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["t"], r["p"], r["n"], r["lo"], r["hi"]))
+        out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
     return out
 
 
 def latencies(hist: dict[str, list]) -> dict:
     """Run-wide ack and end-to-end latency percentiles, from histograms()."""
-    return {f"{k}_latency_ms": percentiles([(b, n, lo, hi) for _, b, _, _, n, lo, hi in hist[k]])
+    return {f"{k}_latency_ms": percentiles([(b, n, lo, hi) for _, b, n, lo, hi in hist[k]])
             for k in ("ack", "e2e")}
 
 
@@ -170,7 +175,7 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
     histograms(records, tl)."""
     by = defaultdict(list)
     for kind in ("fault_ack", "fault_e2e"):
-        for i, b, _, _, n, lo, hi in hist[kind]:
+        for i, b, n, lo, hi in hist[kind]:
             by[(i, kind)].append((b, n, lo, hi))
     return {f.fault_id: {"ack_latency_ms": percentiles(by[(i, "fault_ack")]),
                          "e2e_latency_ms": percentiles(by[(i, "fault_e2e")])}
@@ -186,10 +191,10 @@ def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
                                                   "ack_p50_ms": None, "ack_p99_ms": None,
                                                   "ack_max_ms": None})
-    for s_, _, _, _, n, _, _ in hist["sent"]:
+    for s_, _, n, _, _ in hist["sent"]:
         table[s_]["sent"] = int(n)
     acked = defaultdict(list)
-    for s_, b, _, _, n, lo, hi in hist["ack_s"]:
+    for s_, b, n, lo, hi in hist["ack_s"]:
         acked[s_].append((b, n, lo, hi))
     for s_, rows in acked.items():
         p = percentiles(rows)
@@ -202,23 +207,25 @@ def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
 
 
 def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: int | None,
-                   hist: dict[str, list], partitions: list[tuple[str, int]]) -> list[dict]:
+                   hist: dict[str, list], partitions: list[tuple[str, int]],
+                   topics: list[str]) -> list[dict]:
     """Unavailability windows (module docstring) from histograms(records, tl,
-    threshold_us)'s "ack_slot" rows; `partitions`: every produced (topic, partition)."""
+    threshold_us)'s "ack_slot" rows; `partitions`: every produced (topic, partition),
+    `topics`: the history's, sorted (tp_key)."""
     if run_end_us is None:
         return []
     thr = int(threshold_s * 1_000_000)
-    attributed = records.where(F.col("sent") & F.col("partition").isNotNull())
+    attributed = records.where(F.col("sent") & F.col("tp").isNotNull())
     # Acks bucketed by threshold-wide slots: a gap longer than the threshold can
     # only lie between two non-empty slots, so the slots' first/last acks find every
     # gap exactly while only (partitions × run length / threshold) rows reach the driver.
-    by_part: dict[tuple, list] = defaultdict(list)
-    for _, _, topic, part, _, lo, hi in hist["ack_slot"]:
-        by_part[(topic, part)].append((int(lo), int(hi)))
+    by_part: dict[int, list] = defaultdict(list)
+    for _, tp, _, lo, hi in hist["ack_slot"]:
+        by_part[tp].append((int(lo), int(hi)))
     parts = partitions
     gaps = []   # (gap_id, topic, partition, a, b, ended_by_ack)
     for tp in parts:
-        acks = sorted(by_part.get(tp, []))
+        acks = sorted(by_part.get(tp_key(topics, *tp), []))
         prev = 0     # before the first ack: from the partition's first pending send
         for lo, hi in acks:
             if lo - prev > thr:
@@ -228,14 +235,13 @@ def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: in
             gaps.append((len(gaps), tp[0], tp[1], prev, run_end_us, False))
     if not gaps:
         return []
-    gdf = spark.createDataFrame(gaps, T.StructType([
-        T.StructField("gap_id", T.LongType()), T.StructField("g_topic", T.StringType()),
-        T.StructField("g_partition", T.IntegerType()), T.StructField("a", T.LongType()),
-        T.StructField("b", T.LongType()), T.StructField("ended_by_ack", T.BooleanType())]))
+    gdf = spark.createDataFrame(
+        [(g[0], tp_key(topics, g[1], g[2]), *g[3:]) for g in gaps], T.StructType([
+            T.StructField("gap_id", T.LongType()), T.StructField("g_tp", T.LongType()),
+            T.StructField("a", T.LongType()), T.StructField("b", T.LongType()),
+            T.StructField("ended_by_ack", T.BooleanType())]))
     resolved = F.coalesce(F.col("ack_ts_us"), F.lit(run_end_us + 1))
-    pending = (attributed.join(F.broadcast(gdf),
-                               (F.col("topic") == F.col("g_topic"))
-                               & (F.col("partition") == F.col("g_partition")))
+    pending = (attributed.join(F.broadcast(gdf), F.col("tp") == F.col("g_tp"))
                .where((F.col("send_ts_us") < F.col("b")) & (resolved > F.col("a")))
                .groupBy("gap_id")
                .agg(F.min("send_ts_us").alias("first_send"),
@@ -261,17 +267,19 @@ def touched_by_fault(tl: Timeline, all_partitions: list[tuple[str, int]]) -> dic
     return {i: touched_partitions(f, tl, all_partitions) for i, f in enumerate(tl.faults)}
 
 
-def recovery(tl: Timeline, touched: dict, hist: dict[str, list]) -> list[dict]:
+def recovery(tl: Timeline, touched: dict, hist: dict[str, list],
+             topics: list[str]) -> list[dict]:
     """Per fault, the first ack after it on each partition it touched, from
     histograms(records, tl, touched=…)'s "recovery" rows."""
     firsts: dict[int, dict] = defaultdict(dict)
-    for i, _, topic, part, _, lo, _ in hist["recovery"]:
-        firsts[i][(topic, part)] = int(lo)
+    for i, tp, _, lo, _ in hist["recovery"]:
+        firsts[i][tp] = int(lo)
     out = []
     for i, f in enumerate(tl.faults):
         parts, reason = touched[i]
-        per = {f"{t}-{p}": ((firsts[i][(t, p)] - f.start_us) / 1e6
-                            if (t, p) in firsts[i] else None) for t, p in parts}
+        keys = {(t, p): tp_key(topics, t, p) for t, p in parts}
+        per = {f"{t}-{p}": ((firsts[i][keys[(t, p)]] - f.start_us) / 1e6
+                            if keys[(t, p)] in firsts[i] else None) for t, p in parts}
         known = [s for s in per.values() if s is not None]
         never = sorted(k for k, s in per.items() if s is None)
         out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,

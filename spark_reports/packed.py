@@ -286,12 +286,14 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     n.update(seen)
     dups = _duplicates(_decode(written.where(cond.duplicate), cat), watched, dup_ids,
                        cat.topics, materialize)
-    topic, partition, _ = unpack_position(F.col("ppk"), cat.topics)
+    # metrics.metric_inputs' columns: tp = topic id << 32 | partition (metrics.tp_key)
+    partition = F.shiftright("ppk", 40).bitwiseAND(MAX_PARTITION)
     metric_inputs = written.select(
         F.col("pf").isNotNull().alias("sent"),
         F.coalesce(F.shiftright("pf", 1).bitwiseAND(3) == 1, F.lit(False)).alias("acked"),
-        "send_ts_us", "ack_ts_us", "first_run_recv_us", topic.alias("topic"),
-        partition.alias("partition"))
+        "send_ts_us", "ack_ts_us", "first_run_recv_us",
+        F.when(partition != MAX_PARTITION, F.shiftright("ppk", 56) * (1 << 32) + partition)
+        .alias("tp"))
     return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
                  metric_inputs=metric_inputs, ready={
                      "duplicates": dups,

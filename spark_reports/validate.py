@@ -148,6 +148,7 @@ class HistoryValues:
     topics: set[str]
     producers: set[str]
     run_groups: set[str]                      # group_id of `run` consumer rows
+    read_committed_groups: set[str]           # … of those that read committed
     bounds: dict[str, tuple[int, int] | None]  # "partition" / "offset": (min, max) of both tables
     partitions: list[tuple[str, int]]         # produced (topic, partition), partition not null
     run_id: str | None
@@ -157,7 +158,7 @@ class HistoryValues:
 # null-unknown ones), grouped as they are counted.
 _GROUPINGS = {
     "produced": [("status", "txn_outcome"), ("topic", "partition"), ("producer",)],
-    "consumed": [("phase", "isolation"), ("topic",), ("phase", "group_id")],
+    "consumed": [("phase", "isolation"), ("topic",), ("phase", "group_id", "isolation")],
     "commits": [("ok",)],
     "events": [("kind",)],
 }
@@ -292,7 +293,9 @@ def _values(loc: RunLocation, history: HistoryFiles, per_table: dict, nulls: dic
                          if k[0] == 1 and k[2] is not None})
     return HistoryValues(counts, names("produced", 1, "topic") | names("consumed", 1, "topic"),
                          names("produced", 2, "producer"),
-                         names("consumed", 2, "group_id", phase="run"), bounds, partitions,
+                         names("consumed", 2, "group_id", phase="run"),
+                         names("consumed", 2, "group_id", phase="run", isolation="read_committed"),
+                         bounds, partitions,
                          _run_id(loc, history))
 
 

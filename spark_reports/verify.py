@@ -250,7 +250,8 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
                 f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
                 f"unique: {views.sizes['produced_twice']} record_id(s) in more than one row "
                 "(each record the harness sends gets one produced row)"])
-        result = write_anomalies(spark, anomaly_frames(views, consumed, materialize), loc, step)
+        result = write_anomalies(spark, anomaly_frames(views, consumed, materialize,
+                                                       scanned.read_committed_groups), loc, step)
         summary["counts"] = counts
         summary["anomalies"] = {k: result.counts[k] for k in KINDS}
 
@@ -261,19 +262,20 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         summary["notes"] += tl.notes
         all_parts = scanned.partitions
         step("events")
+        topics = sorted(scanned.topics)
         records = views.metric_inputs if views.metric_inputs is not None \
-            else M.metric_inputs(views.records)
+            else M.metric_inputs(views.records, topics)
         touched = M.touched_by_fault(tl, all_parts)
-        hist = M.histograms(records, tl, int(threshold * 1_000_000),
-                            {i: parts for i, (parts, _) in touched.items()})
+        hist = M.histograms(records, tl, int(threshold * 1_000_000), {
+            i: [M.tp_key(topics, t, p) for t, p in parts] for i, (parts, _) in touched.items()})
         lat = M.latencies(hist)
         per_fault = M.fault_latencies(hist, tl)
         step("latency")
         per_sec = M.per_second(hist, consumed)
         step("per_second")
-        unavail = M.unavailability(spark, records, threshold, run_end, hist, all_parts)
+        unavail = M.unavailability(spark, records, threshold, run_end, hist, all_parts, topics)
         step("unavailability")
-        recov = M.recovery(tl, touched, hist)
+        recov = M.recovery(tl, touched, hist, topics)
         step("recovery")
     finally:
         scratch.remove()

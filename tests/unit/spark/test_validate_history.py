@@ -155,15 +155,18 @@ def test_counts_names_and_bounds(tmp_path, statistics):
                    write_statistics=statistics, row_group_size=2)
     _write(tmp_path, "consumed", [
         CONSUMED, {**CONSUMED, "consumer": "c0", "group_id": "g", "phase": "run", "offset": 9},
-        {**CONSUMED, "consumer": "c1", "group_id": "g-drain", "record_id": None, "topic": "v"}])
+        {**CONSUMED, "consumer": "c1", "group_id": "g-drain", "record_id": None, "topic": "v"},
+        {**CONSUMED, "consumer": "c2", "group_id": "h", "phase": "run",
+         "isolation": "read_uncommitted"}])
     _write(tmp_path, "commits", [{"run_id": "r", "consumer": "c0", "group_id": "g", "topic": "t",
                                   "partition": 0, "offset": 1, "ok": ok, "ts_us": 5}
                                  for ok in (True, False, True)])
     v = _values(tmp_path)
-    assert v.counts == {"sent": 3, "acked": 1, "failed": 1, "indeterminate": 1, "consumed": 3,
-                        "consumed_run": 1, "consumed_drain": 2, "consumed_foreign": 1,
+    assert v.counts == {"sent": 3, "acked": 1, "failed": 1, "indeterminate": 1, "consumed": 4,
+                        "consumed_run": 2, "consumed_drain": 2, "consumed_foreign": 1,
                         "commits": 3, "commits_ok": 2}
-    assert (v.topics, v.producers, v.run_groups) == ({"t", "u", "v"}, {"p0", "p1"}, {"g"})
+    assert (v.topics, v.producers, v.run_groups) == ({"t", "u", "v"}, {"p0", "p1"}, {"g", "h"})
+    assert v.read_committed_groups == {"g"}
     assert v.bounds == {"partition": (0, 3), "offset": (0, 9)}
     assert v.partitions == [("t", 0), ("u", 3)]
     assert v.run_id == "r"
