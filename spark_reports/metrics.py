@@ -100,6 +100,9 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
     return {k: out[k] for k in ("p50", "p99", "p999", "max", "n")}
 
 
+# Up to this many faults (plus faults touching partitions) the fault windows are
+# plain expressions per row; beyond, higher-order functions over a literal array.
+EXPLICIT_FAULTS = 64
 HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "recovery")
 
 
@@ -127,33 +130,48 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
     def item(kind, key, bucket, value):
         return F.struct(F.lit(HIST_KINDS.index(kind)).alias("k"), key.cast("long").alias("s"),
                         bucket.cast("long").alias("b"), value.cast("double").alias("v"))
-    items = F.array(
+    items = [
         F.when(ack.isNotNull(), item("ack", none, _bucket(ack, FINE), ack)),
         F.when(e2e.isNotNull(), item("e2e", none, _bucket(e2e, FINE), e2e)),
         F.when(F.col("sent"), item("sent", sec("send_ts_us"), F.lit(0), F.lit(0))),
-        F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack)))
+        F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack))]
     send, ack_ts = F.col("send_ts_us"), F.col("ack_ts_us")
     tp = F.col("tp")
     attributed_ack = F.col("sent") & F.col("acked") & ack_ts.isNotNull() & tp.isNotNull()
     if threshold_us:
         # ack_ts_us is below 2^53: exact as a double
-        items = F.concat(items, F.array(F.when(attributed_ack, item(
-            "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts))))
+        items.append(F.when(attributed_ack, item(
+            "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
     faults = tl.faults if tl is not None else []
-    if faults:
+    touched = {i: tps for i, tps in (touched or {}).items() if tps and i < len(faults)}
+    extra = None
+    if len(faults) + len(touched) <= EXPLICIT_FAULTS:
+        # one plain expression per fault: Spark compiles these, while higher-order
+        # functions (below) are interpreted row by row (21 s against 10 s at 10 M)
+        for i, f in enumerate(faults):
+            inside = F.col("sent") & (send >= f.start_us) & (send <= f.end_us)
+            items += [F.when(inside & ack.isNotNull(),
+                             item("fault_ack", F.lit(i), _bucket(ack, FINE), ack)),
+                      F.when(inside & e2e.isNotNull(),
+                             item("fault_e2e", F.lit(i), _bucket(e2e, FINE), e2e))]
+        for i, tps in sorted(touched.items()):
+            items.append(F.when(attributed_ack & (send >= faults[i].start_us) & tp.isin(*tps),
+                                item("recovery", F.lit(i), tp, ack_ts)))
+    else:
         windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
                                      F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
         inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
-        items = F.concat(items, F.flatten(F.transform(inside, lambda w: F.array(
+        extra = F.flatten(F.transform(inside, lambda w: F.array(
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
-            F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e))))))
-    since = [F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
-                      F.array(*[F.lit(k) for k in tps]).alias("tp"))
-             for i, tps in sorted((touched or {}).items()) if tps and i < len(faults)]
-    if since:
-        hit = F.filter(F.array(*since), lambda f: attributed_ack & (send >= f["a"])
-                       & F.array_contains(f["tp"], tp))
-        items = F.concat(items, F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts)))
+            F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)))))
+        if touched:
+            since = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
+                                       F.array(*[F.lit(k) for k in tps]).alias("tp"))
+                              for i, tps in sorted(touched.items())])
+            hit = F.filter(since, lambda f: attributed_ack & (send >= f["a"])
+                           & F.array_contains(f["tp"], tp))
+            extra = F.concat(extra, F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts)))
+    items = F.array(*items) if extra is None else F.concat(F.array(*items), extra)
     rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
             .select("x.*").groupBy("k", "s", "b")
             .agg(F.count(F.lit(1)).alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"))

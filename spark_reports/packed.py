@@ -258,13 +258,22 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     # An acked record at its own offset may be overwritten only where something else
     # was seen, i.e. at a special position (a superset of the divergent ones): the
     # general rule runs on the records moved or acked at a special position only.
+    # One scan of the view for the few records three rules read whole: duplicates,
+    # FLAGGED records, and the acked records moved or acked at a special position
+    # (overwrite candidates); one scan each cost 4-6 s at 10 M.
     at_special = small(special.select(F.col("pk").alias("ppk"), F.lit(True).alias("_sp")),
                        n["special"])
-    maybe = written.join(at_special, "ppk", "left").where(
-        cond.acked_at & (~cond.at_own | F.col("_sp").isNotNull())).drop("_sp")
+    maybe = cond.acked_at & (~cond.at_own | F.col("_sp").isNotNull())
+    notable, _ = materialize("notable", written.join(at_special, "ppk", "left").where(
+        cond.duplicate | cond.flagged | maybe).select(
+        *written.columns, cond.duplicate.alias("_dup"), cond.flagged.alias("_flag"),
+        maybe.alias("_maybe")))
+
+    def notable_where(flag: str) -> DataFrame:
+        return _decode(notable.where(F.col(flag)).drop("_dup", "_flag", "_maybe"), cat)
     candidates, n_candidates = overwrite_candidates(
-        _decode(maybe, cat), {**n, "divergent_offsets": n["special"]}, special.select(*OFFSET),
-        materialize)
+        notable_where("_maybe"), {**n, "divergent_offsets": n["special"]},
+        special.select(*OFFSET), materialize)
     alone, seen = materialize("missed_alone", _missed_alone(
         written, commits, special, n["special"], cat), {"rows": F.count(F.lit(1))})
     n_alone = seen["rows"]
@@ -284,8 +293,7 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
                     commits, offsets)
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
-    dups = _duplicates(_decode(written.where(cond.duplicate), cat), watched, dup_ids,
-                       cat.topics, materialize)
+    dups = _duplicates(notable_where("_dup"), watched, dup_ids, cat.topics, materialize)
     # metrics.metric_inputs' columns: tp = topic id << 32 | partition (metrics.tp_key)
     partition = F.shiftright("ppk", 40).bitwiseAND(MAX_PARTITION)
     metric_inputs = written.select(
@@ -297,8 +305,8 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
                  metric_inputs=metric_inputs, ready={
                      "duplicates": dups,
-                     "flagged": _flagged(_decode(written.where(cond.flagged), cat), dups,
-                                         produced, n, materialize),
+                     "flagged": _flagged(notable_where("_flag"), dups, produced, n,
+                                         materialize),
                      "reordered": _reordered(written, dups, n, cat, materialize)})
 
 
@@ -327,12 +335,11 @@ def _with_positions(rows: DataFrame, dups: DataFrame, n_dups: int) -> DataFrame:
 
 def _flagged(records: DataFrame, dups: DataFrame, produced: DataFrame, n: dict,
              materialize) -> DataFrame:
-    """The FLAGGED records with the produced columns this path does not carry (key,
-    error, txn_id, txn_seq): one scan of the view, one of produced."""
+    """The FLAGGED records (from the notable view) with the produced columns this path
+    does not carry (key, error, txn_id, txn_seq): one scan of produced."""
     rows = records.where(FLAGGED())
     if not n["flagged"]:
         return rows.select("*", *[F.lit(None).cast(t).alias(c) for c, t in PRODUCED_EXTRA.items()])
-    rows, _ = materialize("flagged_records", rows)
     extra = produced.join(small(rows.select("record_id"), n["flagged"]), "record_id",
                           "left_semi").select("record_id", *PRODUCED_EXTRA)
     return materialize("flagged", _with_positions(rows, dups, n["duplicate_ids"]).join(
