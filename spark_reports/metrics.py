@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from functools import reduce
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -100,9 +101,7 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
     return {k: out[k] for k in ("p50", "p99", "p999", "max", "n")}
 
 
-# Up to this many faults (plus faults touching partitions) the fault windows are
-# plain expressions per row; beyond, higher-order functions over a literal array.
-EXPLICIT_FAULTS = 64
+PLAIN_TESTS_MAX = 64     # fault windows tested as plain expressions first (histograms)
 HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "recovery")
 
 
@@ -144,33 +143,32 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
             "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
     faults = tl.faults if tl is not None else []
     touched = {i: tps for i, tps in (touched or {}).items() if tps and i < len(faults)}
+    # The fault windows are higher-order functions over literal arrays, which Spark
+    # interprets row by row; a plain test first empties the array (slice to length 0)
+    # for the rows no window or touched partition concerns. One plain expression per
+    # fault instead made the generated method too big to JIT-compile.
     extra = None
-    if len(faults) + len(touched) <= EXPLICIT_FAULTS:
-        # one plain expression per fault: Spark compiles these, while higher-order
-        # functions (below) are interpreted row by row (21 s against 10 s at 10 M)
-        for i, f in enumerate(faults):
-            inside = F.col("sent") & (send >= f.start_us) & (send <= f.end_us)
-            items += [F.when(inside & ack.isNotNull(),
-                             item("fault_ack", F.lit(i), _bucket(ack, FINE), ack)),
-                      F.when(inside & e2e.isNotNull(),
-                             item("fault_e2e", F.lit(i), _bucket(e2e, FINE), e2e))]
-        for i, tps in sorted(touched.items()):
-            items.append(F.when(attributed_ack & (send >= faults[i].start_us) & tp.isin(*tps),
-                                item("recovery", F.lit(i), tp, ack_ts)))
-    else:
+    if faults:
         windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
                                      F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
+        if len(faults) <= PLAIN_TESTS_MAX:
+            near = F.col("sent") & reduce(lambda a, b: a | b, [
+                (send >= f.start_us) & (send <= f.end_us) for f in faults])
+            windows = F.slice(windows, 1, F.when(near, len(faults)).otherwise(0))
         inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
         extra = F.flatten(F.transform(inside, lambda w: F.array(
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
             F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)))))
-        if touched:
-            since = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
-                                       F.array(*[F.lit(k) for k in tps]).alias("tp"))
-                              for i, tps in sorted(touched.items())])
-            hit = F.filter(since, lambda f: attributed_ack & (send >= f["a"])
-                           & F.array_contains(f["tp"], tp))
-            extra = F.concat(extra, F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts)))
+    if touched:
+        since = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
+                                   F.array(*[F.lit(k) for k in tps]).alias("tp"))
+                          for i, tps in sorted(touched.items())])
+        near = attributed_ack & (send >= min(faults[i].start_us for i in touched)) \
+            & tp.isin(*sorted({k for tps in touched.values() for k in tps}))
+        since = F.slice(since, 1, F.when(near, len(touched)).otherwise(0))
+        hit = F.filter(since, lambda f: (send >= f["a"]) & F.array_contains(f["tp"], tp))
+        rec = F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts))
+        extra = rec if extra is None else F.concat(extra, rec)
     items = F.array(*items) if extra is None else F.concat(F.array(*items), extra)
     rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
             .select("x.*").groupBy("k", "s", "b")

@@ -353,18 +353,3 @@ def test_run_id_comes_from_the_history(verified):
     _, summary = verified
     assert summary["run_id"] == "cases"
 
-
-def test_many_faults_give_the_same_metrics(verified, spark, tmp_path, monkeypatch):
-    """Beyond EXPLICIT_FAULTS the fault windows are evaluated with higher-order
-    functions instead of one expression per fault: same metrics."""
-    import shutil
-
-    import spark_reports.metrics as metrics
-    from spark_reports.verify import verify_run
-
-    run, summary = verified
-    assert summary["metrics"]["fault_windows"] and summary["metrics"]["recovery"]
-    shutil.copytree(run / "history", tmp_path / "history")
-    monkeypatch.setattr(metrics, "EXPLICIT_FAULTS", 0)
-    again = verify_run(str(tmp_path), spark=spark, write_html=False)
-    assert again.summary["metrics"] == summary["metrics"]
