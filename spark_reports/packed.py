@@ -19,7 +19,11 @@ the big tables once:
    per-offset and per-group facts are only *computed* at the few positions
    where that does not hold: positions claimed by two records, by a record
    consumed at several positions (a duplicate), or by a foreign payload. One
-   narrow aggregation by position finds them (`special`).
+   narrow aggregation by position finds them (`special`). One scan of the
+   view then keeps the few records three rules read whole (`notable`:
+   duplicates, FLAGGED records, acked records moved or acked at a special
+   position). Filters and observations over the whole view are written on its
+   numbers (_Raw), never on the decoded names.
 3. One scan of consumed (`watched`) fetches every row the exact rules still
    need: all rows at those positions, at acked offsets of records that may
    have been overwritten, at positions a group may have skipped, and every
