@@ -53,11 +53,11 @@ OW_COLS = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
 
 
 def anomaly_frames(v: Views, consumed: DataFrame, materialize,
-                   read_committed_groups: set[str] | None = None) -> dict[str, DataFrame]:
+                   read_committed_groups: set[str]) -> dict[str, DataFrame]:
     """Every offending row per kind (not yet computed: write_anomalies writes them).
     materialize(name, df, observe) -> (df, observed), as for the views.
-    read_committed_groups: the groups with a read_committed `run` row, when known
-    (validate.HistoryValues); else computed from consumed."""
+    read_committed_groups: the groups with a read_committed `run` row
+    (validate.HistoryValues)."""
     r, n = v.records, v.sizes
     produced_cols = list(PRODUCED_COLS)
     pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
@@ -180,7 +180,7 @@ def watched_rows(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
 
 
 def _skipped(v: Views, missed: DataFrame, watched: DataFrame, consumed: DataFrame,
-             read_committed_groups: set[str] | None) -> DataFrame:
+             read_committed_groups: set[str]) -> DataFrame:
     """Drained offsets the group committed past without receiving them, unless the
     drain's record there (the lowest record_id if it saw several) is of an aborted
     transaction and the group reads committed."""
@@ -197,15 +197,9 @@ def _skipped(v: Views, missed: DataFrame, watched: DataFrame, consumed: DataFram
                    F.col("drain_record_id").isNotNull()).distinct(), v.sizes["missed"]),
                    "drain_record_id")
                .select("drain_record_id", F.lit(1).alias("drain_record_aborted")))
-    if read_committed_groups is not None:
-        group_rc = consumed.sparkSession.createDataFrame(
-            [(g, 1) for g in sorted(read_committed_groups)],
-            "group_id string, group_read_committed int")
-    else:
-        group_rc = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
-                    .groupBy("group_id")
-                    .agg(F.max((F.col("isolation") == "read_committed").cast("int"))
-                         .alias("group_read_committed")))
+    group_rc = consumed.sparkSession.createDataFrame(
+        [(g, 1) for g in sorted(read_committed_groups)],
+        "group_id string, group_read_committed int")
     return (missed.join(aborted, "drain_record_id", "left")
             .join(F.broadcast(group_rc), "group_id", "left")
             .where(~(F.coalesce(F.col("drain_record_aborted"), F.lit(0)) == 1)

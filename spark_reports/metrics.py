@@ -75,15 +75,6 @@ def _bucket(ms, base: float):
         F.floor(F.log(ms / 0.001) / math.log(base))).cast("int")
 
 
-def _hist(df: DataFrame, ms, keys: dict, base: float = FINE) -> DataFrame:
-    """(keys…, b, n, lo, hi) per occupied bucket of the latency `ms` (nulls dropped);
-    keys: output name → column expression."""
-    cols = [(F.col(v) if isinstance(v, str) else v).alias(k) for k, v in keys.items()]
-    return (df.select(*cols, ms.alias("ms")).where(F.col("ms").isNotNull())
-            .groupBy(*keys, _bucket(F.col("ms"), base).alias("b"))
-            .agg(F.count(F.lit(1)).alias("n"), F.min("ms").alias("lo"), F.max("ms").alias("hi")))
-
-
 def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
     """Nearest-rank p50/p99/p99.9 and max from (bucket, n, lo, hi) rows."""
     buckets = sorted(buckets)

@@ -230,7 +230,8 @@ def _missed_alone(written: DataFrame, commits: DataFrame, special: DataFrame,
     drained records below a commit are nearly all of them."""
     high = highest_commits(commits).select(
         "group_id", "topic", "partition", "committed_offset",
-        ((_index(cat.topics, "topic") - 1) * (1 << 16) + F.col("partition")).alias("h_tp"),
+        F.shiftright(pack_position(cat.topics, cols=("topic", "partition", F.lit(0))), 40)
+        .alias("h_tp"),
         _index(cat.groups, "group_id").alias("gbit"))
     lo = F.col("pk_lo")
     missed = (written.where((lo == F.col("pk_hi")) & F.col("drain_us").isNotNull())
@@ -311,7 +312,7 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
                      "duplicates": dups,
                      "flagged": _flagged(notable_where("_flag"), dups, produced, n,
                                          materialize),
-                     "reordered": _reordered(written, dups, n, cat, materialize)})
+                     "reordered": _reordered(written, cond, dups, n, cat, materialize)})
 
 
 POSITION = ("n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
@@ -350,20 +351,18 @@ def _flagged(records: DataFrame, dups: DataFrame, produced: DataFrame, n: dict,
         extra, "record_id", "left"))[0]
 
 
-def _reordered(written: DataFrame, dups: DataFrame, n: dict, cat: Catalog,
+def _reordered(written: DataFrame, cond: _Raw, dups: DataFrame, n: dict, cat: Catalog,
                materialize) -> DataFrame:
     """The general path's rule (a record below the highest offset of any earlier seq of
     its producer on its partition). Only three numbers are sorted, (producer index,
     partition key) as one, seq and offset, and the few rows found are matched back on
     all three: carrying the record_id through the sort took 19 s against 10 s at 10 M."""
-    cond = _Raw()
     rows = written.where(F.col("pf").isNotNull() & cond.consumed).withColumn(
         "_pk", F.when(cond.single, F.col("pk_lo")))
     if n["duplicate_ids"]:
         # a duplicate's position is the exact one (_duplicates), not its lowest
-        fix = dups.select("record_id", ((_index(cat.topics, "pos_topic") - 1) * (1 << 56)
-                                        + F.col("pos_partition").cast("long") * (1 << 40)
-                                        + F.col("pos_offset")).alias("_fix"))
+        fix = dups.select("record_id", pack_position(
+            cat.topics, cols=("pos_topic", "pos_partition", "pos_offset")).alias("_fix"))
         rows = rows.join(small(fix, n["duplicate_ids"]), "record_id", "left").withColumn(
             "_pk", F.coalesce("_fix", "_pk")).drop("_fix")
     rows = rows.select("*", (F.shiftright("pf", 8) * (1 << 23) + F.shiftright("_pk", 40)).alias("_g"),

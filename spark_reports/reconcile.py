@@ -150,13 +150,16 @@ def _topic_names(topics: list[str]) -> "F.Column":
     return F.array(*[F.lit(t) for t in topics])
 
 
-def pack_position(topics: list[str], null_as_max: bool = False) -> "F.Column":
-    """(topic, partition, offset) in one long. With null_as_max a null partition or
-    offset becomes the top value of its field (a catalog never admits it as real)."""
-    part, off = F.col("partition").cast("long"), F.col("offset")
+def pack_position(topics: list[str], null_as_max: bool = False,
+                  cols: tuple = ("topic", "partition", "offset")) -> "F.Column":
+    """(topic, partition, offset) in one long (`cols`: their column names, or Columns).
+    With null_as_max a null partition or offset becomes the top value of its field (a
+    catalog never admits it as real). A topic outside `topics` gives a negative key."""
+    topic, part, off = [F.col(c) if isinstance(c, str) else c for c in cols]
+    part = part.cast("long")
     if null_as_max:
         part, off = F.coalesce(part, F.lit(MAX_PARTITION)), F.coalesce(off, F.lit(MAX_OFFSET))
-    topic_id = F.coalesce(F.array_position(_topic_names(topics), F.col("topic")), F.lit(0)) - 1
+    topic_id = F.coalesce(F.array_position(_topic_names(topics), topic), F.lit(0)) - 1
     return topic_id * (1 << 56) + part * (1 << 40) + off
 
 

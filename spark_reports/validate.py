@@ -220,66 +220,79 @@ def check_values(loc: RunLocation, history: HistoryFiles) -> HistoryValues:
     bounds: dict[str, tuple[int, int] | None] = {"partition": None, "offset": None}
     with ThreadPoolExecutor(max_workers=4) as pool:
         for table, tf in history.tables.items():
-            counted: dict[tuple, int] = {}
-            per_table[table] = counted
+            per_table[table] = {}
             if tf.rows == 0:
                 continue
             null_cols = sorted(tf.nulls_unknown)
             bad_files: dict[tuple[str, str], list] = {}   # (column, what) -> [(file, values, n)]
-            scans = pool.map(lambda p: (p, _scan_file(loc, table, p, null_cols)), tf.files)
-            for path, row_groups in scans:
-                file_bad: dict[tuple[str, str], tuple[set, int]] = {}
-                for part in row_groups:
-                    for gi, rows in enumerate(part["groups"]):
-                        keys = _GROUPINGS[table][gi]
-                        for r in rows:
-                            k = (gi, *(r[c] for c in keys))
-                            counted[k] = counted.get(k, 0) + r["count_all"]
-                            for c in keys:
-                                allowed = ENUMS.get((table, c))
-                                if allowed is not None and r[c] is not None and r[c] not in allowed:
-                                    vals, n = file_bad.get((c, "enum"), (set(), 0))
-                                    file_bad[(c, "enum")] = (vals | {r[c]}, n + r["count_all"])
-                    for c, n in part["nulls"].items():
-                        nulls[f"{table}.{c}"] = nulls.get(f"{table}.{c}", 0) + n
-                        if n and c in null_cols:
-                            _, m = file_bad.get((c, "null"), (set(), 0))
-                            file_bad[(c, "null")] = (set(), m + n)
-                    for c, (lo, hi) in part["bounds"].items():
-                        old = bounds[c]
-                        bounds[c] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+            for path, row_groups in pool.map(
+                    lambda p: (p, _scan_file(loc, table, p, null_cols)), tf.files):
+                file_bad = _merge(table, row_groups, null_cols, per_table[table], nulls, bounds)
                 for key, (vals, n) in file_bad.items():
                     bad_files.setdefault(key, []).append((path, vals, n))
-            for (col, what), found in bad_files.items():
-                n = sum(f[2] for f in found)
-                files = [posixpath.basename(f[0]) for f in found]
-                where = f"{loc.display(loc.path('history', table))}/{files[0]}: column {col!r} "
-                also = f" (also in {', '.join(files[1:4])}{', …' if len(files) > 4 else ''})" \
-                    if len(files) > 1 else ""
-                if what == "enum":
-                    values = sorted({repr(v) for f in found for v in f[1]})[:3]
-                    allowed = sorted(ENUMS[(table, col)])
-                    problems.append(f"{where}has value(s) outside {allowed}: {n} row(s), "
-                                    f"e.g. {', '.join(values)}{also}")
-                else:
-                    problems.append(f"{where}has null value(s) but may not be null: "
-                                    f"{n} row(s){also}")
+            problems += [_problem(loc, table, col, what, found)
+                         for (col, what), found in bad_files.items()]
     if problems:
         raise HistoryInvalid(problems)
     return _values(loc, history, per_table, nulls, bounds)
 
 
+def _merge(table: str, row_groups: list[dict], null_cols: list[str], counted: dict,
+           nulls: dict, bounds: dict) -> dict[tuple[str, str], tuple[set, int]]:
+    """Add one file's row-group scans to the table's counts, null counts and bounds;
+    returns its bad values: (column, "enum" | "null") -> (values, rows)."""
+    file_bad: dict[tuple[str, str], tuple[set, int]] = {}
+    for part in row_groups:
+        for gi, rows in enumerate(part["groups"]):
+            keys = _GROUPINGS[table][gi]
+            for r in rows:
+                k = (gi, *(r[c] for c in keys))
+                counted[k] = counted.get(k, 0) + r["count_all"]
+                for c in keys:
+                    allowed = ENUMS.get((table, c))
+                    if allowed is not None and r[c] is not None and r[c] not in allowed:
+                        vals, n = file_bad.get((c, "enum"), (set(), 0))
+                        file_bad[(c, "enum")] = (vals | {r[c]}, n + r["count_all"])
+        for c, n in part["nulls"].items():
+            nulls[f"{table}.{c}"] = nulls.get(f"{table}.{c}", 0) + n
+            if n and c in null_cols:
+                _, m = file_bad.get((c, "null"), (set(), 0))
+                file_bad[(c, "null")] = (set(), m + n)
+        for c, (lo, hi) in part["bounds"].items():
+            old = bounds[c]
+            bounds[c] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+    return file_bad
+
+
+def _problem(loc: RunLocation, table: str, col: str, what: str, found: list) -> str:
+    """One finding: the first file with the bad values of `col`, the others listed."""
+    n = sum(f[2] for f in found)
+    files = [posixpath.basename(f[0]) for f in found]
+    where = f"{loc.display(loc.path('history', table))}/{files[0]}: column {col!r} "
+    also = (f" (also in {', '.join(files[1:4])}{', …' if len(files) > 4 else ''})"
+            if len(files) > 1 else "")
+    if what == "enum":
+        values = sorted({repr(v) for f in found for v in f[1]})[:3]
+        return (f"{where}has value(s) outside {sorted(ENUMS[(table, col)])}: {n} row(s), "
+                f"e.g. {', '.join(values)}{also}")
+    return f"{where}has null value(s) but may not be null: {n} row(s){also}"
+
+
 def _values(loc: RunLocation, history: HistoryFiles, per_table: dict, nulls: dict,
             bounds: dict) -> HistoryValues:
-    def rows(table: str, gi: int, **match) -> int:
+    def matching(table: str, gi: int, match: dict):
+        """(key values by column, rows) of grouping gi whose values are `match`'s."""
         keys = _GROUPINGS[table][gi]
-        return sum(n for k, n in per_table[table].items() if k[0] == gi and all(
-            k[1 + keys.index(c)] == v for c, v in match.items()))
+        for k, n in per_table[table].items():
+            named = dict(zip(keys, k[1:]))
+            if k[0] == gi and all(named[c] == v for c, v in match.items()):
+                yield named, n
+
+    def rows(table: str, gi: int, **match) -> int:
+        return sum(n for _, n in matching(table, gi, match))
 
     def names(table: str, gi: int, col: str, **match) -> set:
-        keys = _GROUPINGS[table][gi]
-        return {k[1 + keys.index(col)] for k in per_table[table] if k[0] == gi and all(
-            k[1 + keys.index(c)] == v for c, v in match.items())} - {None}
+        return {named[col] for named, _ in matching(table, gi, match)} - {None}
 
     counts = {
         "sent": history.rows("produced"),
