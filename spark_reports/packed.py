@@ -10,9 +10,9 @@ the big tables once:
 1. `records`: produced and consumed rows, each reduced to a few integers
    (position packed in one long, names as catalog indexes, flags as bits),
    unioned and aggregated by record_id in one hash aggregation. Besides the
-   record's outcome it keeps the lowest and highest position it was consumed
-   at, and per consumer group (a bit mask) whether a `run` consumer of the
-   group received it.
+   record's outcome it keeps the lowest position it was consumed at (and the
+   highest, where it differs), and per consumer group (a bit mask) whether a
+   `run` consumer of the group received it.
 2. For a record consumed at exactly one position (almost all), that position
    is its position, the only record there unless two records claim it, and
    its groups' deliveries are the deliveries of that position. So the
