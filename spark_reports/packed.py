@@ -163,7 +163,7 @@ UNWRITTEN = ("produced_rows",)
 def _decode(raw: DataFrame, cat: Catalog) -> DataFrame:
     """_aggregate's columns plus the general path's records view (its columns, same
     meaning)."""
-    pf, single = F.col("pf"), F.col("pk_lo").isNotNull() & F.col("pk_hi").isNull()
+    pf, single = F.col("pf"), _Raw().single
     topic, partition, offset = unpack_position(F.col("ppk"), cat.topics)
     pos_topic, pos_partition, pos_offset = unpack_position(F.when(single, F.col("pk_lo")), cat.topics)
     return raw.select(
@@ -239,7 +239,7 @@ def _special_positions(positions: DataFrame, consumed: DataFrame, dup_ids: tuple
                      "pk")
 
 
-def _missed_alone(written: DataFrame, commits: DataFrame, special: DataFrame,
+def _missed_alone(written: DataFrame, cond: "_Raw", commits: DataFrame, special: DataFrame,
                   n_special: int, cat: Catalog) -> DataFrame:
     """(group, position) skipped-candidates at single-claim positions: the drain saw
     the record there, the group committed past it, and no run consumer of the group
@@ -250,8 +250,7 @@ def _missed_alone(written: DataFrame, commits: DataFrame, special: DataFrame,
         F.shiftright(pack_position(cat.topics, cols=("topic", "partition", F.lit(0))), 40)
         .alias("h_tp"),
         _index(cat.groups, "group_id").alias("gbit"))
-    lo = F.col("pk_lo")
-    missed = (written.where(lo.isNotNull() & F.col("pk_hi").isNull() & F.col("drained").isNotNull())
+    missed = (written.where(cond.single & F.col("drained").isNotNull())
               .select(F.col("pk_lo").alias("pk"), "group_mask")
               .join(small(special.select("pk"), n_special), "pk", "left_anti")
               .join(F.broadcast(high.where(F.col("h_tp") >= 0)),
@@ -298,7 +297,7 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
         notable_where("_maybe"), {**n, "divergent_offsets": n["special"]},
         special.select(*OFFSET), materialize)
     alone, seen = materialize("missed_alone", _missed_alone(
-        written, commits, special, n["special"], cat), {"rows": F.count(F.lit(1))})
+        written, cond, commits, special, n["special"], cat), {"rows": F.count(F.lit(1))})
     n_alone = seen["rows"]
     redelivered = written.where(cond.redelivered).select("record_id")
     watched = watched_rows(

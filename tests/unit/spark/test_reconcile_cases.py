@@ -353,3 +353,20 @@ def test_run_id_comes_from_the_history(verified):
     _, summary = verified
     assert summary["run_id"] == "cases"
 
+
+
+def test_fault_windows_without_the_plain_test_give_the_same_metrics(verified, spark, tmp_path,
+                                                                     monkeypatch):
+    """Beyond PLAIN_TESTS_MAX faults the windows are not prefiltered by a plain test
+    (the higher-order functions see every row): same metrics."""
+    import shutil
+
+    import spark_reports.metrics as metrics
+    from spark_reports.verify import verify_run
+
+    run, summary = verified
+    assert summary["metrics"]["fault_windows"] and summary["metrics"]["recovery"]
+    shutil.copytree(run / "history", tmp_path / "history")
+    monkeypatch.setattr(metrics, "PLAIN_TESTS_MAX", 0)
+    again = verify_run(str(tmp_path), spark=spark, write_html=False)
+    assert again.summary["metrics"] == summary["metrics"]
