@@ -191,7 +191,9 @@ def _skipped(v: Views, missed: DataFrame, watched: DataFrame, consumed: DataFram
     drained = (watched.where((F.col("phase") == "drain") & F.col("record_id").isNotNull())
                .groupBy(*OFFSET).agg(F.min("record_id").alias("drain_record_id")))
     missed = missed.join(drained, list(OFFSET), "left")
-    aborted = (v.records.where(F.col("txn_outcome") == "aborted")
+    # the drain's record at a missed offset was drained: a path's "aborted" view (the
+    # drained records of aborted transactions) has it, if it was aborted
+    aborted = (v.ready.get("aborted", v.records).where(F.col("txn_outcome") == "aborted")
                .select(F.col("record_id").alias("drain_record_id"))
                .join(small(missed.select("drain_record_id").where(
                    F.col("drain_record_id").isNotNull()).distinct(), v.sizes["missed"]),

@@ -23,6 +23,7 @@ FINE), so only a few thousand bucket rows reach the driver. Readings chosen here
 """
 from __future__ import annotations
 
+import bisect
 import math
 from collections import defaultdict
 from functools import reduce
@@ -110,8 +111,9 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
       slot (key = ack_ts_us // threshold_us) and partition (bucket = tp), for
       unavailability;
     - "recovery" (with touched: fault index -> its partitions' tp): first ack (lo)
-      per touched partition (bucket = tp) of the records sent at or after the
-      fault's injection.
+      per touched partition (bucket = tp) and send segment (key = how many of the
+      touched faults' injections precede the send, 1..; recovery() reads the
+      segments at or after each fault's).
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
     sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
@@ -134,33 +136,38 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
             "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
     faults = tl.faults if tl is not None else []
     touched = {i: tps for i, tps in (touched or {}).items() if tps and i < len(faults)}
-    # The fault windows are higher-order functions over literal arrays, which Spark
-    # interprets row by row; a plain test first empties the array (slice to length 0)
-    # for the rows no window or touched partition concerns. One plain expression per
-    # fault instead made the generated method too big to JIT-compile.
-    extra = None
+    # The fault windows are higher-order functions over a literal array, which Spark
+    # interprets row by row; a plain test first keeps the rows no window concerns
+    # away from them. One plain expression per fault instead made the generated
+    # method too big to JIT-compile.
+    extra = near = None
     if faults:
         windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
                                      F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
         if len(faults) <= PLAIN_TESTS_MAX:
             near = F.col("sent") & reduce(lambda a, b: a | b, [
                 (send >= f.start_us) & (send <= f.end_us) for f in faults])
-            windows = F.slice(windows, 1, F.when(near, len(faults)).otherwise(0))
         inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
         extra = F.flatten(F.transform(inside, lambda w: F.array(
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
             F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)))))
     if touched:
-        since = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(faults[i].start_us).alias("a"),
-                                   F.array(*[F.lit(k) for k in tps]).alias("tp"))
-                          for i, tps in sorted(touched.items())])
-        near = attributed_ack & (send >= min(faults[i].start_us for i in touched)) \
-            & tp.isin(*sorted({k for tps in touched.values() for k in tps}))
-        since = F.slice(since, 1, F.when(near, len(touched)).otherwise(0))
-        hit = F.filter(since, lambda f: (send >= f["a"]) & F.array_contains(f["tp"], tp))
-        rec = F.transform(hit, lambda f: item("recovery", f["i"], tp, ack_ts))
-        extra = rec if extra is None else F.concat(extra, rec)
-    items = F.array(*items) if extra is None else F.concat(F.array(*items), extra)
+        # One item per record: the send's segment between the injections stands for
+        # every fault before it (a per-fault array here was interpreted for each record
+        # sent after the first fault: 3.4 of 24 s at 10 M).
+        starts = sorted({faults[i].start_us for i in touched})
+        seg = (reduce(lambda a, b: a + b, [(send >= s).cast("int") for s in starts])
+               if len(starts) <= PLAIN_TESTS_MAX else F.aggregate(
+                   F.array(*[F.lit(s) for s in starts]), F.lit(0),
+                   lambda n, a: n + (send >= a).cast("int")))
+        items.append(F.when(attributed_ack & (seg > 0) & tp.isin(
+            *sorted({k for tps in touched.values() for k in tps})),
+            item("recovery", seg, tp, ack_ts)))
+    items = F.array(*items)
+    if extra is not None:
+        # the windows' higher-order functions are interpreted: only for rows near one
+        items = (F.concat(items, extra) if near is None
+                 else F.when(near, F.concat(items, extra)).otherwise(items))
     rows = (records.select(F.explode(items).alias("x")).where(F.col("x").isNotNull())
             .select("x.*").groupBy("k", "s", "b")
             .agg(F.count(F.lit(1)).alias("n"), F.min("v").alias("lo"), F.max("v").alias("hi"))
@@ -278,15 +285,18 @@ def recovery(tl: Timeline, touched: dict, hist: dict[str, list],
              topics: list[str]) -> list[dict]:
     """Per fault, the first ack after it on each partition it touched, from
     histograms(records, tl, touched=…)'s "recovery" rows."""
-    firsts: dict[int, dict] = defaultdict(dict)
-    for i, tp, _, lo, _ in hist["recovery"]:
-        firsts[i][tp] = int(lo)
+    starts = sorted({tl.faults[i].start_us for i, (parts, _) in touched.items() if parts})
     out = []
     for i, f in enumerate(tl.faults):
         parts, reason = touched[i]
+        since = bisect.bisect_right(starts, f.start_us)      # f's own segment
+        firsts: dict[int, int] = {}
+        for seg, tp, _, lo, _ in hist["recovery"]:
+            if seg >= since:
+                firsts[tp] = min(firsts.get(tp, int(lo)), int(lo))
         keys = {(t, p): tp_key(topics, t, p) for t, p in parts}
-        per = {f"{t}-{p}": ((firsts[i][keys[(t, p)]] - f.start_us) / 1e6
-                            if keys[(t, p)] in firsts[i] else None) for t, p in parts}
+        per = {f"{t}-{p}": ((firsts[keys[(t, p)]] - f.start_us) / 1e6
+                            if keys[(t, p)] in firsts else None) for t, p in parts}
         known = [s for s in per.values() if s is not None]
         never = sorted(k for k, s in per.items() if s is None)
         out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,

@@ -38,6 +38,7 @@ the general path. Measured at 10 M records: see benchmarks/RESULTS.md.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
@@ -206,6 +207,8 @@ class _Raw:
             | ((F.col("read_committed_seen") == 1) & aborted), F.lit(False))
         # a record at one position that some group received more than once there
         self.redelivered = self.single & F.col("run_redelivered").isNotNull()
+        # the records of aborted transactions skipped can read: those the drain saw
+        self.aborted_drained = F.coalesce(aborted & F.col("drained").isNotNull(), F.lit(False))
 
     def sizes(self) -> dict:
         return {
@@ -264,12 +267,16 @@ def _missed_alone(written: DataFrame, cond: "_Raw", commits: DataFrame, special:
 
 
 def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, cat: Catalog,
-                foreign: int, materialize) -> Views:
+                foreign: int, materialize, on_records=None) -> Views:
     """The general path's views, on this path: `records` complete, `offsets` and
-    `groups` reduced to the positions the anomaly rules can find anything at."""
+    `groups` reduced to the positions the anomaly rules can find anything at.
+    on_records(metric_inputs, sizes) is called as soon as the records view is written
+    (metrics.metric_inputs' columns; the sizes observed so far)."""
     raw, cond = _aggregate(produced, consumed, cat), _Raw()
     written, sizes = materialize("records", raw, cond.sizes(),
                                  keep=[c for c in raw.columns if c not in UNWRITTEN])
+    if on_records is not None:
+        on_records(_metric_inputs(written), dict(sizes))
     records = _decode(written, cat)
     n = dict(sizes)
     dup_ids = (written.where(cond.duplicate).select("record_id"), n["duplicate_ids"])
@@ -280,19 +287,21 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     # An acked record at its own offset may be overwritten only where something else
     # was seen, i.e. at a special position (a superset of the divergent ones): the
     # general rule runs on the records moved or acked at a special position only.
-    # One scan of the view for the few records three rules read whole: duplicates,
-    # FLAGGED records, and the acked records moved or acked at a special position
-    # (overwrite candidates); one scan each cost 4-6 s at 10 M.
+    # One scan of the view for the few records four rules read whole: duplicates,
+    # FLAGGED records, the acked records moved or acked at a special position
+    # (overwrite candidates), and the drained records of aborted transactions
+    # (skipped's exception); one scan each cost 4-6 s at 10 M.
     at_special = small(special.select(F.col("pk").alias("ppk"), F.lit(True).alias("_sp")),
                        n["special"])
     maybe = cond.acked_at & (~cond.at_own | F.col("_sp").isNotNull())
+    flags = {"_dup": cond.duplicate, "_flag": cond.flagged, "_maybe": maybe,
+             "_aborted": cond.aborted_drained}
     notable, _ = materialize("notable", written.join(at_special, "ppk", "left").where(
-        cond.duplicate | cond.flagged | maybe).select(
-        *written.columns, cond.duplicate.alias("_dup"), cond.flagged.alias("_flag"),
-        maybe.alias("_maybe")))
+        reduce(lambda a, b: a | b, flags.values())).select(
+        *written.columns, *[c.alias(k) for k, c in flags.items()]))
 
     def notable_where(flag: str) -> DataFrame:
-        return _decode(notable.where(F.col(flag)).drop("_dup", "_flag", "_maybe"), cat)
+        return _decode(notable.where(F.col(flag)).drop(*flags), cat)
     candidates, n_candidates = overwrite_candidates(
         notable_where("_maybe"), {**n, "divergent_offsets": n["special"]},
         special.select(*OFFSET), materialize)
@@ -316,20 +325,25 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     groups, seen = materialize("groups", exact.unionByName(alone), {"missed": _n(MISSED())})
     n.update(seen)
     dups = _duplicates(notable_where("_dup"), watched, dup_ids, cat.topics, materialize)
-    # metrics.metric_inputs' columns: tp = topic id << 32 | partition (metrics.tp_key)
+    return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
+                 ready={
+                     "duplicates": dups,
+                     "aborted": notable_where("_aborted"),
+                     "flagged": _flagged(notable_where("_flag"), dups, produced, n,
+                                         materialize),
+                     "reordered": _reordered(written, cond, dups, n, cat, materialize)})
+
+
+def _metric_inputs(written: DataFrame) -> DataFrame:
+    """metrics.metric_inputs' columns from the view's numbers: tp = topic id << 32 |
+    partition (metrics.tp_key)."""
     partition = F.shiftright("ppk", 40).bitwiseAND(MAX_PARTITION)
-    metric_inputs = written.select(
+    return written.select(
         F.col("pf").isNotNull().alias("sent"),
         F.coalesce(F.shiftright("pf", 1).bitwiseAND(3) == 1, F.lit(False)).alias("acked"),
         "send_ts_us", "ack_ts_us", "first_run_recv_us",
         F.when(partition != MAX_PARTITION, F.shiftright("ppk", 56) * (1 << 32) + partition)
         .alias("tp"))
-    return Views(records, offsets, groups, n, Keyed(watched, candidates, n_candidates),
-                 metric_inputs=metric_inputs, ready={
-                     "duplicates": dups,
-                     "flagged": _flagged(notable_where("_flag"), dups, produced, n,
-                                         materialize),
-                     "reordered": _reordered(written, cond, dups, n, cat, materialize)})
 
 
 POSITION = ("n_positions", "pos_topic", "pos_partition", "pos_offset", "pos_from_drain")

@@ -77,10 +77,9 @@ class Views:
     keyed: Keyed | None = None
     # anomaly inputs a path computed its own way: "flagged" (the records of FLAGGED
     # kinds with every produced column), "duplicates" (records consumed at several
-    # positions), "reordered" (that kind's rows)
+    # positions), "reordered" (that kind's rows), "aborted" (records of aborted
+    # transactions, at least those the drain saw)
     ready: dict = field(default_factory=dict)
-    # the metrics' columns (metrics.metric_inputs), when a path builds them its own way
-    metric_inputs: DataFrame | None = None
 
 
 class Scratch:
@@ -105,8 +104,11 @@ class Scratch:
             df = df.select(*keep)
         # Scratch is read back once or twice and then removed: Parquet's dictionary
         # encoding (tried on every column, then dropped for near-unique ones) cost
-        # 8 of 53 CPU-s writing the 10 M-row records view.
-        df.write.mode("overwrite").option("parquet.enable.dictionary", "false").parquet(path)
+        # 8 of 53 CPU-s writing the 10 M-row records view. LZ4 (raw, the Parquet
+        # standard one) against the default Snappy: a full read of that view took
+        # 4.4-5.3 CPU-s against 4.9-6.3, writes the same (benchmarks/RESULTS.md).
+        (df.write.mode("overwrite").option("parquet.enable.dictionary", "false")
+         .option("compression", "lz4_raw").parquet(path))
         return self.spark.read.parquet(path), (dict(obs.get) if obs else {})
 
     def remove(self) -> None:

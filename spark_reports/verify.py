@@ -4,8 +4,11 @@ The `harness verify` command and the runner (at the end of every run) both
 call `verify_run`. Steps: read the run's configuration, validate the history
 (files, columns, types, enumerated values; with pyarrow, before Spark starts,
 which also yields the counts and the names), compute anomalies with
-Spark (offending rows written to report/anomalies/<kind>/), metrics, the
+Spark (offending rows written to report/anomalies/<kind>/) and, in a thread
+of their own from the moment the records view is written, the metrics; the
 verdict against the expectations, then summary.json, junit.xml, index.html.
+summary["step_seconds"] times each step; the metrics' (`metrics.*`) overlap
+the anomalies', and `metrics_wait` is how long the anomalies then waited.
 
 The verdict is "unknown" (exit 2) when the history is malformed or has no
 `drain` phase; a summary, junit.xml and index.html are still written then,
@@ -216,7 +219,6 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     from spark_reports import packed
     from spark_reports.reconcile import Scratch, build_views
     from spark_reports.tables import read_tables
-    from spark_reports.timeline import parse_events
 
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
@@ -239,12 +241,23 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         step(f"view.{name}")
         return out
 
+    # The metrics read only the records view: they run in a thread of their own as
+    # soon as it is written, beside the anomaly rules' many small jobs, which leave
+    # a core idle much of the time.
+    metrics_job: list[_Background] = []
+
+    def start_metrics(inputs, sizes):
+        metrics_job.append(_Background(spark, "harness-metrics", lambda: _metrics(
+            spark, inputs, frames["events"], consumed, sizes["run_end_us"], scanned, threshold)))
+
     try:
         if cat.packed:
             views = packed.build_views(produced, consumed, frames["commits"], cat,
-                                       counts["consumed_foreign"], materialize)
+                                       counts["consumed_foreign"], materialize,
+                                       on_records=start_metrics)
         else:
             views = build_views(produced, consumed, frames["commits"], cat.topics, materialize)
+            start_metrics(M.metric_inputs(views.records, sorted(scanned.topics)), views.sizes)
         if views.sizes.get("produced_twice"):
             raise HistoryInvalid([
                 f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
@@ -254,34 +267,20 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
                                                        scanned.read_committed_groups), loc, step)
         summary["counts"] = counts
         summary["anomalies"] = {k: result.counts[k] for k in KINDS}
-
-        run_start, run_end = views.sizes["run_start_us"], views.sizes["run_end_us"]
-        event_rows = [r.asDict() for r in frames["events"]
-                      .select("ts_us", "kind", "name", "target", "detail").collect()]
-        tl = parse_events(event_rows, run_end)
-        summary["notes"] += tl.notes
-        all_parts = scanned.partitions
-        step("events")
-        topics = sorted(scanned.topics)
-        records = views.metric_inputs if views.metric_inputs is not None \
-            else M.metric_inputs(views.records, topics)
-        touched = M.touched_by_fault(tl, all_parts)
-        hist = M.histograms(records, tl, int(threshold * 1_000_000), {
-            i: [M.tp_key(topics, t, p) for t, p in parts] for i, (parts, _) in touched.items()})
-        lat = M.latencies(hist)
-        per_fault = M.fault_latencies(hist, tl)
-        step("latency")
-        per_sec = M.per_second(hist, consumed)
-        step("per_second")
-        unavail = M.unavailability(spark, records, threshold, run_end, hist, all_parts, topics)
-        step("unavailability")
-        recov = M.recovery(tl, touched, hist, topics)
-        step("recovery")
+        m = metrics_job.pop().result()
+        step("metrics_wait")
     finally:
+        for job in metrics_job:     # the anomaly rules failed: stop the metrics first
+            job.cancel()
         scratch.remove()
+    summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})
+    tl, per_sec, unavail, recov = m["timeline"], m["per_second"], m["unavailability"], m["recovery"]
+    summary["notes"] += tl.notes
+    run_start, run_end = views.sizes["run_start_us"], views.sizes["run_end_us"]
+    all_parts = scanned.partitions
     active = [s for s in per_sec if s["acked"] or s["sent"]]
     summary["metrics"] = {
-        **lat,
+        **m["latencies"],
         "unavailability": unavail,
         "max_unavailability_s": max((w["seconds"] for w in unavail), default=0.0),
         "recovery": recov,
@@ -289,7 +288,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
                            else max((r["seconds"] for r in recov), default=0.0)),
         "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "target": f.target,
                            "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
-                           **per_fault.get(f.fault_id, {})} for f in tl.faults],
+                           **m["fault_latencies"].get(f.fault_id, {})} for f in tl.faults],
         "throughput": {
             "seconds_active": len(active),
             "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
@@ -316,6 +315,70 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     else:
         verdict = judged
     return verdict, {"anomalies": result.samples, "columns": result.columns}
+
+
+def _metrics(spark, inputs, events, consumed, run_end, scanned, threshold) -> dict:
+    """Every metric (spark_reports/metrics.py) from the records view's metric inputs,
+    with the seconds each step took."""
+    from spark_reports import metrics as M
+    from spark_reports.timeline import parse_events
+
+    steps: dict = {}
+    step = _Steps(steps)
+    tl = parse_events([r.asDict() for r in events.select(
+        "ts_us", "kind", "name", "target", "detail").collect()], run_end)
+    step("events")
+    topics, all_parts = sorted(scanned.topics), scanned.partitions
+    touched = M.touched_by_fault(tl, all_parts)
+    hist = M.histograms(inputs, tl, int(threshold * 1_000_000), {
+        i: [M.tp_key(topics, t, p) for t, p in parts] for i, (parts, _) in touched.items()})
+    out = {"timeline": tl, "latencies": M.latencies(hist),
+           "fault_latencies": M.fault_latencies(hist, tl)}
+    step("latency")
+    out["per_second"] = M.per_second(hist, consumed)
+    step("per_second")
+    out["unavailability"] = M.unavailability(spark, inputs, threshold, run_end, hist, all_parts,
+                                             topics)
+    step("unavailability")
+    out["recovery"] = M.recovery(tl, touched, hist, topics)
+    step("recovery")
+    return {**out, "steps": steps}
+
+
+class _Background:
+    """fn() in a thread of its own, its Spark jobs tagged so they can be cancelled.
+    PySpark pins each Python thread to a JVM thread, so the tag set in the thread
+    marks that thread's jobs only."""
+
+    def __init__(self, spark, tag: str, fn):
+        import threading
+
+        self.spark, self.tag, self.done = spark, tag, threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+        def run():
+            try:
+                spark.sparkContext.addJobTag(tag)
+                self.value = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                self.error = e
+            finally:
+                self.done.set()
+        threading.Thread(target=run, name=tag, daemon=True).start()
+
+    def result(self):
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def cancel(self, within_s: float = 60.0) -> None:
+        """Cancel its jobs until it stops (it may start another between two checks)."""
+        deadline = time.monotonic() + within_s
+        while not self.done.is_set() and time.monotonic() < deadline:
+            self.spark.sparkContext.cancelJobsWithTag(self.tag)
+            self.done.wait(0.2)
 
 
 def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunConfig,

@@ -12,9 +12,11 @@ def spark():
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
+    from spark_reports import class_cache
+
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    session = (SparkSession.builder.master("local[2]").appName("harness-unit-tests")
+    builder = (SparkSession.builder.master("local[2]").appName("harness-unit-tests")
                .config("spark.sql.shuffle.partitions", "4")
                .config("spark.default.parallelism", "2")
                .config("spark.ui.enabled", "false")
@@ -25,8 +27,12 @@ def spark():
                .config("spark.sql.session.timeZone", "UTC")
                # Tiny inputs: compiling generated code and re-planning cost more than they save.
                .config("spark.sql.codegen.wholeStage", "false")
-               .config("spark.sql.adaptive.enabled", "false")
-               .getOrCreate())
+               .config("spark.sql.adaptive.enabled", "false"))
+    # the driver's class archive, when setup wrote one (spark_reports/class_cache.py)
+    cds = class_cache.java_options()
+    if cds:
+        builder = builder.config("spark.driver.extraJavaOptions", cds)
+    session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()

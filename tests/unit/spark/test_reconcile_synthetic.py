@@ -3,6 +3,7 @@ clean run, and runs that cannot be judged."""
 from __future__ import annotations
 
 import json
+import threading
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -91,3 +92,8 @@ def test_record_id_sent_twice_is_a_malformed_history(tmp_path, spark):
     assert result.exit_code == 2
     assert "history/produced" in result.verdict.reason
     assert "'record_id' is not unique: 1 record_id(s)" in result.verdict.reason
+    # the metrics, started beside the anomaly rules, were stopped before the scratch
+    # views they read were removed
+    assert not (tmp_path / "report" / "_views").exists()
+    assert not [t for t in threading.enumerate() if t.name == "harness-metrics"]
+    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []

@@ -1,0 +1,149 @@
+"""A Class Data Sharing archive of the classes the Spark driver JVM loads.
+
+A verify starts a JVM that loads some 20 000 classes (Spark, Hadoop, Parquet, Scala)
+from jars, parsing and verifying each. The JDK can map them ready-made from an
+archive written once (JDK 17 "dynamic CDS": -XX:ArchiveClassesAtExit on one run,
+-XX:SharedArchiveFile on the next). Measured on the 1 M-record benchmark history,
+three pairs of runs: 154-170 CPU-s against 171-179; wall 82-84 s against 92-94 s in
+two pairs, 105 against 102 s in one with CPU steal (benchmarks/RESULTS.md).
+
+`python -m spark_reports.class_cache` (run by scripts/setup.sh) writes the archive
+by verifying a small synthetic history with every anomaly kind, so that the run
+loads what a real verify loads. Spark sessions then use it when it exists. An
+archive the JVM cannot use (another JDK, another Spark, moved jars) is ignored by
+the JVM itself; the file name is keyed on all three so that never happens by
+accident. HARNESS_SPARK_CDS=0 turns it off; HARNESS_CACHE moves it, with the image
+build cache (default ~/.cache/kafka-harness).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+# The archive is an optimisation: a JVM that cannot map it says so on stdout, which
+# would land in the user's terminal for nothing.
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+def _spark_home() -> str:
+    import pyspark
+    return os.path.realpath(os.path.dirname(pyspark.__file__))
+
+
+def _java() -> str:
+    home = os.environ.get("JAVA_HOME")
+    java = os.path.join(home, "bin", "java") if home else "java"
+    try:
+        out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    # not the "Picked up JDK_JAVA_OPTIONS: …" notes: options do not change the JDK
+    version = [line for line in out.stderr.splitlines() if "Picked up" not in line]
+    return " ".join([os.path.realpath(shutil.which(java) or java), *version])
+
+
+def _identity() -> dict:
+    import pyspark
+    return {"spark_home": _spark_home(), "pyspark": pyspark.__version__, "java": _java()}
+
+
+def archive_path() -> Path:
+    """Where this Spark and this JDK's archive lives (whether or not it exists)."""
+    ident = _identity()
+    key = hashlib.sha256("\n".join(ident.values()).encode()).hexdigest()[:16]
+    base = Path(os.environ.get("HARNESS_CACHE") or Path.home() / ".cache" / "kafka-harness")
+    return base / f"spark-driver-{ident['pyspark']}-{key}.jsa"
+
+
+def _prune(cache: Path) -> None:
+    """Remove the archives of Spark installations that are gone (each is ~190 MB; a
+    checkout's .venv has its own)."""
+    for about in cache.glob("spark-driver-*.jsa.json"):
+        try:
+            home = json.loads(about.read_text()).get("spark_home")
+        except (OSError, ValueError):
+            continue
+        if home and not os.path.isdir(home):
+            Path(str(about)[:-len(".json")]).unlink(missing_ok=True)
+            about.unlink(missing_ok=True)
+
+
+def enabled() -> bool:
+    return os.environ.get("HARNESS_SPARK_CDS", "1") != "0"
+
+
+def java_options() -> str:
+    """The driver JVM's options to use the archive ("" without one)."""
+    if not enabled():
+        return ""
+    path = archive_path()
+    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.is_file() else ""
+
+
+def build(force: bool = False) -> Path | None:
+    """Write the archive unless it exists; its path, or None when turned off."""
+    if not enabled():
+        return None
+    path = archive_path()
+    if path.is_file() and not force:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    _prune(path.parent)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        _dump(tmp)
+        if not tmp.is_file():
+            raise RuntimeError(f"the JVM wrote no class archive at {tmp}")
+        Path(f"{path}.json").write_text(json.dumps(_identity(), indent=1) + "\n")
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+    return path
+
+
+def _dump(tmp: Path) -> None:
+    """Verify a small synthetic history in a JVM that writes its classes to tmp when
+    it exits, and wait for that exit (the archive is complete only then)."""
+    from pyspark import SparkContext
+
+    from spark_reports.session import spark_session
+    from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate
+    from spark_reports.verify import verify_run
+
+    with tempfile.TemporaryDirectory(prefix="harness-cds-") as run_dir:
+        generate(run_dir, SyntheticSpec(records=20_000, producers=3, partitions=3, faults=2,
+                                        inject={k: 3 for k in INJECTABLE}, seed=3))
+        spark, _ = spark_session(dump_classes_to=str(tmp))
+        try:
+            verify_run(run_dir, spark=spark)
+        finally:
+            spark.stop()
+            proc = SparkContext._gateway.proc if SparkContext._gateway else None
+            if proc is not None:
+                proc.stdin.close()      # the JVM exits when its stdin closes
+                proc.wait(timeout=600)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    ap = argparse.ArgumentParser(prog="python -m spark_reports.class_cache",
+                                 description="write the Spark driver's class archive")
+    ap.add_argument("--force", action="store_true", help="rewrite it even if it exists")
+    args = ap.parse_args(argv)
+    if not enabled():
+        print("class archive: turned off (HARNESS_SPARK_CDS=0)")
+        return 0
+    existed = archive_path().is_file()
+    path = build(force=args.force)
+    print(f"class archive: {path} ({'kept' if existed and not args.force else 'written'})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

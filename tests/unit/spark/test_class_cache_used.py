@@ -1,0 +1,32 @@
+"""The driver JVM really maps Spark's classes from the archive setup wrote (a JVM
+that cannot use an archive says nothing: QUIET), so this is checked from the
+JVM's own class-loading log."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from spark_reports import class_cache
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def test_a_spark_session_loads_its_classes_from_the_archive(tmp_path):
+    if not class_cache.enabled() or not class_cache.archive_path().is_file():
+        pytest.skip("no class archive: scripts/setup.sh writes it")
+    log = tmp_path / "classes-%p.log"
+    # JDK_JAVA_OPTIONS reaches every JVM the launcher starts; %p keeps them apart
+    env = {**os.environ, "JDK_JAVA_OPTIONS": f"-Xlog:class+load=info:file={log}"}
+    code = ("from spark_reports.session import spark_session\n"
+            "s, _ = spark_session('local[1]', driver_memory='512m')\n"
+            "assert s.range(3).count() == 3\n"
+            "s.stop()\n")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True,
+                   capture_output=True, timeout=300)
+    lines = [line for f in tmp_path.glob("classes-*.log") for line in f.read_text().splitlines()
+             if "org.apache.spark.SparkContext " in line]
+    assert lines and all("shared objects file (top)" in line for line in lines), lines

@@ -1,0 +1,42 @@
+"""The Spark driver's class archive: where it lives, and when sessions use it."""
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from spark_reports import class_cache  # noqa: E402
+
+
+def test_the_archive_is_keyed_and_moves_with_the_cache(tmp_path, monkeypatch):
+    import pyspark
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+    path = class_cache.archive_path()
+    assert path.parent == tmp_path
+    assert path.name.startswith(f"spark-driver-{pyspark.__version__}-") and path.suffix == ".jsa"
+    monkeypatch.setattr(class_cache, "_spark_home", lambda: "/elsewhere/pyspark")
+    assert class_cache.archive_path() != path      # other jars: another archive
+
+
+def test_sessions_use_an_archive_only_when_there_is_one(tmp_path, monkeypatch):
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
+    monkeypatch.delenv("HARNESS_SPARK_CDS", raising=False)
+    assert class_cache.java_options() == ""
+    class_cache.archive_path().write_bytes(b"")
+    opts = class_cache.java_options()
+    assert f"-XX:SharedArchiveFile={class_cache.archive_path()}" in opts
+    assert "-Xlog:cds=off" in opts                  # an unusable archive stays silent
+    monkeypatch.setenv("HARNESS_SPARK_CDS", "0")
+    assert class_cache.java_options() == ""
+    assert class_cache.build() is None
+
+
+def test_archives_of_spark_installations_that_are_gone_are_pruned(tmp_path):
+    import json
+    kept, gone = tmp_path / "spark-driver-4-a.jsa", tmp_path / "spark-driver-4-b.jsa"
+    for archive, home in ((kept, tmp_path), (gone, tmp_path / "deleted-venv")):
+        archive.write_bytes(b"x")
+        (tmp_path / f"{archive.name}.json").write_text(json.dumps({"spark_home": str(home)}))
+    class_cache._prune(tmp_path)
+    assert kept.exists() and (tmp_path / f"{kept.name}.json").exists()
+    assert not gone.exists() and not (tmp_path / f"{gone.name}.json").exists()
