@@ -4,17 +4,21 @@ For each size: write a synthetic history (spark_reports.synthetic, anomalies of
 every kind injected) under benchmarks/data/ (reused when present), then run
 `harness verify` and the DuckDB reference (benchmarks/duckdb_reference.py) each
 as a subprocess, sampling the resident memory of the whole process tree
-(python + the Spark driver JVM) every 0.2 s. Prints a Markdown table and
-writes JSON next to this file (benchmarks/results/).
+(python + the Spark driver JVM) every 0.2 s, and the machine's CPU steal. With
+--rounds N each side runs N times, alternating which goes first, and the table
+shows the medians (this machine's noise moves single runs by ±20 %). Prints a
+Markdown table and writes JSON next to this file (benchmarks/results/).
 
     .venv/bin/python benchmarks/verify_bench.py --records 1000000
     .venv/bin/python benchmarks/verify_bench.py --records 1000000 10000000
+    .venv/bin/python benchmarks/verify_bench.py --records 10000000 --rounds 3
 """
 from __future__ import annotations
 
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import threading
@@ -62,8 +66,14 @@ def _tree_rss(root: int, cpu: dict[int, float] | None = None) -> int:
     return total
 
 
+def _steal_seconds() -> float:
+    """The machine's CPU steal so far (all CPUs), from /proc/stat."""
+    with open("/proc/stat") as f:
+        return int(f.readline().split()[8]) / TICK
+
+
 def run_measured(cmd: list[str], env: dict | None = None) -> dict:
-    t0 = time.monotonic()
+    t0, steal0 = time.monotonic(), _steal_seconds()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, **(env or {})}, cwd=ROOT)
     peak = [0]
@@ -84,10 +94,11 @@ def run_measured(cmd: list[str], env: dict | None = None) -> dict:
     return {"rc": proc.returncode, "seconds": round(time.monotonic() - t0, 2),
             "cpu_seconds": round(sum(cpu.values()), 1),
             "load_avg_1m": [round(load_before, 1), round(os.getloadavg()[0], 1)],
+            "steal_seconds": round(_steal_seconds() - steal0, 1),
             "peak_rss_mib": round(peak[0] / 2**20), "stdout": out, "stderr": err[-3000:]}
 
 
-def bench(records: int, data: Path, regenerate: bool) -> dict:
+def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1) -> dict:
     run_dir = data / f"synthetic-{records}"
     each = max(3, records // 10_000)
     spec = SyntheticSpec(records=records, producers=8, partitions=12, rate_per_s=20_000,
@@ -100,13 +111,42 @@ def bench(records: int, data: Path, regenerate: bool) -> dict:
         truth_file.write_text(json.dumps(truth))
     truth = json.loads(truth_file.read_text())
 
-    spark = run_measured([str(ROOT / ".venv/bin/harness"), "verify", str(run_dir)])
-    if spark["rc"] not in (0, 1):
-        raise SystemExit(f"harness verify failed (rc {spark['rc']}):\n{spark['stderr']}")
-    summary = json.loads((run_dir / "report" / "summary.json").read_text())
-    duck = run_measured([PY, str(ROOT / "benchmarks/duckdb_reference.py"), str(run_dir)])
-    if duck["rc"] != 0:
-        raise SystemExit(f"duckdb reference failed:\n{duck['stderr']}")
+    rounds = []
+    for i in range(n_rounds):
+        # alternate which side runs first, so drift in the machine's speed is shared
+        sides = ("spark", "duckdb") if i % 2 == 0 else ("duckdb", "spark")
+        got = {side: _run_side(side, run_dir) for side in sides}
+        rounds.append(_round(records, truth, run_dir, got["spark"], got["duckdb"]))
+    if n_rounds == 1:
+        return rounds[0]
+    # the medians of the rounds (each round's own numbers are kept under "rounds")
+    out = dict(min(rounds, key=lambda r: abs(r["ratio"] - statistics.median(
+        x["ratio"] for x in rounds))))
+    for k in ("spark_seconds", "duckdb_seconds", "spark_cpu_seconds", "duckdb_cpu_seconds",
+              "ratio", "cpu_ratio"):
+        out[k] = round(statistics.median(r[k] for r in rounds), 2)
+    out["identical_counts"] = all(r["identical_counts"] for r in rounds)
+    out["matches_injected"] = all(r["matches_injected"] for r in rounds)
+    out["rounds"] = [{k: v for k, v in r.items() if k not in ("spark_counts", "duckdb_counts")}
+                     for r in rounds]
+    return out
+
+
+def _run_side(side: str, run_dir: Path) -> dict:
+    if side == "spark":
+        got = run_measured([str(ROOT / ".venv/bin/harness"), "verify", str(run_dir)])
+        if got["rc"] not in (0, 1):
+            raise SystemExit(f"harness verify failed (rc {got['rc']}):\n{got['stderr']}")
+        got["summary"] = json.loads((run_dir / "report" / "summary.json").read_text())
+        return got
+    got = run_measured([PY, str(ROOT / "benchmarks/duckdb_reference.py"), str(run_dir)])
+    if got["rc"] != 0:
+        raise SystemExit(f"duckdb reference failed:\n{got['stderr']}")
+    return got
+
+
+def _round(records: int, truth: dict, run_dir: Path, spark: dict, duck: dict) -> dict:
+    summary = spark["summary"]
     ref = json.loads(duck["stdout"])
     spark_counts = {**{k: summary["counts"][k] for k in ref["counts"]}, **summary["anomalies"]}
     duck_counts = {**ref["counts"], **ref["anomalies"]}
@@ -120,6 +160,7 @@ def bench(records: int, data: Path, regenerate: bool) -> dict:
         "duckdb_query_seconds": ref["seconds"],
         "spark_cpu_seconds": spark["cpu_seconds"], "duckdb_cpu_seconds": duck["cpu_seconds"],
         "load_avg_1m": {"spark": spark["load_avg_1m"], "duckdb": duck["load_avg_1m"]},
+        "steal_seconds": {"spark": spark["steal_seconds"], "duckdb": duck["steal_seconds"]},
         "ratio": round(spark["seconds"] / duck["seconds"], 2),
         "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 0.1), 2),
         "identical_counts": spark_counts == duck_counts,
@@ -134,26 +175,31 @@ def main() -> int:
     ap.add_argument("--records", type=int, nargs="+", default=[1_000_000])
     ap.add_argument("--data", type=Path, default=ROOT / "benchmarks" / "data")
     ap.add_argument("--regenerate", action="store_true")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="runs of each side per size, alternating which goes first; the "
+                         "table shows the medians")
     a = ap.parse_args()
     rows = []
     for n in a.records:
-        r = bench(n, a.data, a.regenerate)
+        r = bench(n, a.data, a.regenerate, a.rounds)
         rows.append(r)
-        print(json.dumps({k: v for k, v in r.items() if not k.endswith("_counts")}), flush=True)
+        print(json.dumps({k: v for k, v in r.items()
+                          if not k.endswith("_counts") and k != "rounds"}), flush=True)
     out = ROOT / "benchmarks" / "results"
     out.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     (out / f"verify_bench-{stamp}.json").write_text(json.dumps(rows, indent=2))
     print("\n| produced | consumed rows | harness verify wall s (CPU s) | peak RSS MiB | "
           "DuckDB wall s (CPU s) | DuckDB peak RSS MiB | ratio wall (CPU) | counts identical "
-          "| = injected | load avg |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| = injected | load avg | CPU steal s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         print(f"| {r['produced_rows']:,} | {r['consumed_rows']:,} | {r['spark_seconds']} "
               f"({r['spark_cpu_seconds']}) | {r['spark_peak_rss_mib']} | {r['duckdb_seconds']} "
               f"({r['duckdb_cpu_seconds']}) | {r['duckdb_peak_rss_mib']} | {r['ratio']}x "
               f"({r['cpu_ratio']}x) | {r['identical_counts']} | {r['matches_injected']} | "
-              f"{r['load_avg_1m']['spark'][0]}–{r['load_avg_1m']['spark'][1]} |")
+              f"{r['load_avg_1m']['spark'][0]}–{r['load_avg_1m']['spark'][1]} | "
+              f"{r['steal_seconds']['spark']} / {r['steal_seconds']['duckdb']} |")
     return 0
 
 

@@ -243,7 +243,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
 
     # The metrics read only the records view: they run in a thread of their own as
     # soon as it is written, beside the anomaly rules' many small jobs, which leave
-    # a core idle much of the time.
+    # a core idle at times (1.73-1.83 cores used on average before, 1.88 with it).
     metrics_job: list[_Background] = []
 
     def start_metrics(inputs, sizes):
