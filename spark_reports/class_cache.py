@@ -17,6 +17,7 @@ build cache (default ~/.cache/kafka-harness).
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -48,6 +49,7 @@ def _java() -> str:
     return " ".join([os.path.realpath(shutil.which(java) or java), *version])
 
 
+@functools.lru_cache(maxsize=1)     # `java -version` is a process: once per process
 def _identity() -> dict:
     import pyspark
     return {"spark_home": _spark_home(), "pyspark": pyspark.__version__, "java": _java()}
@@ -57,8 +59,8 @@ def archive_path() -> Path:
     """Where this Spark and this JDK's archive lives (whether or not it exists)."""
     ident = _identity()
     key = hashlib.sha256("\n".join(ident.values()).encode()).hexdigest()[:16]
-    base = Path(os.environ.get("HARNESS_CACHE") or Path.home() / ".cache" / "kafka-harness")
-    return base / f"spark-driver-{ident['pyspark']}-{key}.jsa"
+    from clusters.images import cache_dir
+    return cache_dir() / f"spark-driver-{ident['pyspark']}-{key}.jsa"
 
 
 def _prune(cache: Path) -> None:

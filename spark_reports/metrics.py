@@ -155,7 +155,7 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
         # One item per record: the send's segment between the injections stands for
         # every fault before it (a per-fault array here was interpreted for each record
         # sent after the first fault: 3.4 of 24 s at 10 M).
-        starts = sorted({faults[i].start_us for i in touched})
+        starts = _injections(faults, touched)
         seg = (reduce(lambda a, b: a + b, [(send >= s).cast("int") for s in starts])
                if len(starts) <= PLAIN_TESTS_MAX else F.aggregate(
                    F.array(*[F.lit(s) for s in starts]), F.lit(0),
@@ -176,6 +176,12 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
     for r in rows:
         out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
     return out
+
+
+def _injections(faults, indexes) -> list[int]:
+    """The distinct injection times of the faults at `indexes`, sorted: the bounds of
+    the send segments that histograms() keys "recovery" by and recovery() reads."""
+    return sorted({faults[i].start_us for i in indexes})
 
 
 def latencies(hist: dict[str, list]) -> dict:
@@ -285,7 +291,7 @@ def recovery(tl: Timeline, touched: dict, hist: dict[str, list],
              topics: list[str]) -> list[dict]:
     """Per fault, the first ack after it on each partition it touched, from
     histograms(records, tl, touched=…)'s "recovery" rows."""
-    starts = sorted({tl.faults[i].start_us for i, (parts, _) in touched.items() if parts})
+    starts = _injections(tl.faults, [i for i, (parts, _) in touched.items() if parts])
     out = []
     for i, f in enumerate(tl.faults):
         parts, reason = touched[i]

@@ -15,7 +15,9 @@ def test_the_archive_is_keyed_and_moves_with_the_cache(tmp_path, monkeypatch):
     assert path.parent == tmp_path
     assert path.name.startswith(f"spark-driver-{pyspark.__version__}-") and path.suffix == ".jsa"
     monkeypatch.setattr(class_cache, "_spark_home", lambda: "/elsewhere/pyspark")
+    class_cache._identity.cache_clear()
     assert class_cache.archive_path() != path      # other jars: another archive
+    class_cache._identity.cache_clear()
 
 
 def test_sessions_use_an_archive_only_when_there_is_one(tmp_path, monkeypatch):
