@@ -76,6 +76,25 @@ def check_python() -> list[Check]:
     return checks
 
 
+def check_spark_driver() -> Check:
+    """The Spark driver's JDK (spark_reports/driver_jdk.py) and whether its class
+    archive is written (an optimisation: verify works without it)."""
+    try:
+        from spark_reports import class_cache
+        from spark_reports.driver_jdk import driver_jdk
+        jdk = driver_jdk()
+        kind = "AOT cache" if jdk.aot_cache else "class archive"
+        if not class_cache.enabled():
+            state = f"{kind} turned off (HARNESS_SPARK_CDS=0)"
+        else:
+            state = f"{kind} {'written' if class_cache.archive_path().is_file() else 'not written'}"
+    except ImportError:
+        return Check("spark driver JDK", False, "pyspark missing", ".venv/bin/pip install -e '.[dev]'")
+    ok = jdk.home is not None or shutil.which("java") is not None
+    return Check("spark driver JDK", ok, f"{jdk.describe()}; {state}",
+                 "apt-get install -y openjdk-17-jre-headless, or set HARNESS_SPARK_JAVA_HOME")
+
+
 def all_checks() -> list[Check]:
     checks = [
         check_tool("java", ["java", "-version"], "apt-get install -y openjdk-17-jre-headless"),
@@ -85,6 +104,7 @@ def all_checks() -> list[Check]:
         Check("root", os.geteuid() == 0, "uid %d" % os.geteuid(),
               "run as root: log dirs are tmpfs mounts and debootstrap needs root"),
         *check_python(),
+        check_spark_driver(),
     ]
     docker = check_docker()
     checks.append(docker)

@@ -7,9 +7,10 @@ at an overwritten record's offset, what the drain saw where a group skipped):
 those rows are found in **one** scan of consumed, against small key sets
 whose sizes were observed when the views were written, and kept as the
 `watched` view. A kind whose key set is empty (the usual case in a passing
-run) costs no job at all. Spark writes each kind's rows to
-report/anomalies/<kind>/ and the count is taken from what was written, so
-summary.json and the Parquet cannot disagree.
+run) costs no job at all. Each kind's rows are written to
+report/anomalies/<kind>/ (by the driver when few, by Spark otherwise) and the
+count is taken from what was written, so summary.json and the Parquet cannot
+disagree.
 
 Rows written per kind (count rule in COUNT_BY): lost, recovered, unexpected,
 aborted_read, reordered: one row per record; overwritten: one row per
@@ -94,7 +95,10 @@ def anomaly_frames(v: Views, consumed: DataFrame, materialize,
     dup = v.ready.get("duplicates", r.where(F.col("n_positions") >= 2)).select(
         "record_id", "producer", "seq", "status", "n_positions")
     divergent_at = v.offsets.where(DIVERGENT()).select(*OFFSET)
-    missed = v.groups.where(MISSED()).select("group_id", *OFFSET, "committed_offset")
+    # a path may know the drain's record at a missed offset already (drain_record_id)
+    missed = v.groups.where(MISSED()).select(
+        "group_id", *OFFSET, "committed_offset",
+        *(["drain_record_id"] if "drain_record_id" in v.groups.columns else []))
     if v.keyed is not None:
         watched, candidates, n_candidates = (v.keyed.watched, v.keyed.candidates,
                                              v.keyed.n_candidates)
@@ -188,9 +192,12 @@ def _skipped(v: Views, missed: DataFrame, watched: DataFrame, consumed: DataFram
     if not v.sizes["missed"]:
         return missed.withColumn("drain_record_id", F.lit(None).cast("string")).select(
             *cols).limit(0)
+    if "drain_record_id" not in missed.columns:
+        missed = missed.withColumn("drain_record_id", F.lit(None).cast("string"))
     drained = (watched.where((F.col("phase") == "drain") & F.col("record_id").isNotNull())
-               .groupBy(*OFFSET).agg(F.min("record_id").alias("drain_record_id")))
-    missed = missed.join(drained, list(OFFSET), "left")
+               .groupBy(*OFFSET).agg(F.min("record_id").alias("_drained")))
+    missed = missed.join(drained, list(OFFSET), "left").withColumn(
+        "drain_record_id", F.coalesce("drain_record_id", "_drained")).drop("_drained")
     # the drain's record at a missed offset was drained: a path's "aborted" view (the
     # drained records of aborted transactions) has it, if it was aborted
     aborted = (v.ready.get("aborted", v.records).where(F.col("txn_outcome") == "aborted")
@@ -216,29 +223,65 @@ class AnomalyResult:
     columns: dict[str, list[str]]
 
 
+# A kind with at most this many rows is fetched to the driver once (Arrow) and
+# written there: one job instead of Spark's write, read-back and sample jobs
+# (measured: benchmarks/RESULTS.md). A kind with more rows is written by Spark.
+DRIVER_WRITE_MAX_ROWS = 100_000
+
+
 def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation,
                     step=lambda name: None) -> AnomalyResult:
-    """Write every kind's rows under report/anomalies/<kind>/ and count them from the files."""
+    """Write every kind's rows under report/anomalies/<kind>/ and count them from what
+    was written."""
     counts: dict[str, int] = {}
     samples: dict[str, list[dict]] = {}
     columns: dict[str, list[str]] = {}
     for kind in KINDS:
-        path = loc.spark_path("report", "anomalies", kind)
-        frames[kind].write.mode("overwrite").parquet(path)
-        written = spark.read.parquet(path)
         how, keys = COUNT_BY[kind]
-        # Most kinds are empty or small: when fewer than SAMPLE_ROWS + 1 rows were
-        # written, the sample *is* every row, so count it here instead of in a job.
-        head = [r.asDict(recursive=True) for r in written.limit(SAMPLE_ROWS + 1).collect()]
-        if len(head) <= SAMPLE_ROWS:
-            n = (sum(r[keys[0]] or 0 for r in head) if how == "sum"
-                 else len({tuple(r[k] for k in keys) for r in head}))
-        elif how == "sum":
-            n = written.agg(F.sum(keys[0])).collect()[0][0] or 0
+        rows = frames[kind].limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow()
+        if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
+            rows = _write_from_driver(rows, loc, kind)
+            n = (sum(v or 0 for v in rows.column(keys[0]).to_pylist()) if how == "sum"
+                 else len(set(zip(*(rows.column(k).to_pylist() for k in keys)))))
+            head = rows.slice(0, SAMPLE_ROWS).to_pylist()
+            names = rows.column_names
         else:
-            n = written.select(*keys).distinct().count()
+            n, head, names = _write_with_spark(spark, frames[kind], loc, kind)
         counts[kind] = int(n)
-        columns[kind] = written.columns
-        samples[kind] = head[:SAMPLE_ROWS] if n else []
+        columns[kind] = names
+        samples[kind] = head if n else []
         step(f"anomalies.{kind}")
     return AnomalyResult(counts, samples, columns)
+
+
+def _write_from_driver(rows, loc: RunLocation, kind: str):
+    """rows (an Arrow table) as report/anomalies/<kind>/part-00000.parquet, with the
+    _SUCCESS marker Spark's writer leaves; strings as Spark writes them (not large)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    schema = pa.schema([f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f
+                        for f in rows.schema])
+    rows = rows.cast(schema)
+    d = loc.path("report", "anomalies", kind)
+    if loc.exists("report", "anomalies", kind):
+        loc.fs.delete_dir(d)
+    loc.fs.create_dir(d, recursive=True)
+    pq.write_table(rows, f"{d}/part-00000.parquet", filesystem=loc.fs)
+    loc.write_bytes(b"", "report", "anomalies", kind, "_SUCCESS")
+    return rows
+
+
+def _write_with_spark(spark, df: DataFrame, loc: RunLocation, kind: str):
+    """(count, sample rows, columns) of a kind too big for the driver, written by Spark
+    and counted from the files."""
+    path = loc.spark_path("report", "anomalies", kind)
+    df.write.mode("overwrite").parquet(path)
+    written = spark.read.parquet(path)
+    how, keys = COUNT_BY[kind]
+    if how == "sum":
+        n = written.agg(F.sum(keys[0])).collect()[0][0] or 0
+    else:
+        n = written.select(*keys).distinct().count()
+    head = [r.asDict(recursive=True) for r in written.limit(SAMPLE_ROWS).collect()]
+    return n, head, written.columns

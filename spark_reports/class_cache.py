@@ -1,19 +1,24 @@
-"""A Class Data Sharing archive of the classes the Spark driver JVM loads.
+"""A ready-made image of the classes the Spark driver JVM loads.
 
 A verify starts a JVM that loads some 20 000 classes (Spark, Hadoop, Parquet, Scala)
-from jars, parsing and verifying each. The JDK can map them ready-made from an
-archive written once (JDK 17 "dynamic CDS": -XX:ArchiveClassesAtExit on one run,
--XX:SharedArchiveFile on the next). Measured on the 1 M-record benchmark history,
-three pairs of runs: 154-170 CPU-s against 171-179; wall 82-84 s against 92-94 s in
-two pairs, 105 against 102 s in one with CPU steal (benchmarks/RESULTS.md).
+from jars, parsing and verifying each. The JDK can map them ready-made from a file
+written once, by a training run:
+- on JDK 25 (spark_reports/driver_jdk.py), an AOT cache (JEP 483, 514, 515:
+  -XX:AOTCacheOutput on the training run, -XX:AOTCache after): the classes loaded
+  and linked, plus the training run's method profiles, which let the JIT compile
+  the hot methods from the start;
+- on older JDKs, a dynamic CDS archive (-XX:ArchiveClassesAtExit, then
+  -XX:SharedArchiveFile): the classes only. Measured on the 1 M-record benchmark
+  history, JDK 17, three pairs of runs: 154-170 CPU-s against 171-179; wall 82-84 s
+  against 92-94 s in two pairs, 105 against 102 s in one with CPU steal.
 
-`python -m spark_reports.class_cache` (run by scripts/setup.sh) writes the archive
-by verifying a small synthetic history with every anomaly kind, so that the run
-loads what a real verify loads. Spark sessions then use it when it exists. An
-archive the JVM cannot use (another JDK, another Spark, moved jars) is ignored by
-the JVM itself; the file name is keyed on all three so that never happens by
-accident. HARNESS_SPARK_CDS=0 turns it off; HARNESS_CACHE moves it, with the image
-build cache (default ~/.cache/kafka-harness).
+`python -m spark_reports.class_cache` (run by scripts/setup.sh) writes it by
+verifying a small synthetic history with every anomaly kind, so that the training
+run loads what a real verify loads. Spark sessions then use it when it exists. A
+file the JVM cannot use (another JDK, another Spark, moved jars) is ignored by the
+JVM itself; the file name is keyed on all three so that never happens by accident.
+HARNESS_SPARK_CDS=0 turns it off; HARNESS_CACHE moves it, with the image build
+cache (default ~/.cache/kafka-harness).
 """
 from __future__ import annotations
 
@@ -27,9 +32,12 @@ import sys
 import tempfile
 from pathlib import Path
 
+from spark_reports.driver_jdk import driver_jdk
+
 # The archive is an optimisation: a JVM that cannot map it says so on stdout, which
 # would land in the user's terminal for nothing.
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+QUIET_AOT = "-Xlog:aot=off -Xlog:cds=off"
 
 
 def _spark_home() -> str:
@@ -38,8 +46,7 @@ def _spark_home() -> str:
 
 
 def _java() -> str:
-    home = os.environ.get("JAVA_HOME")
-    java = os.path.join(home, "bin", "java") if home else "java"
+    java = driver_jdk().java
     try:
         out = subprocess.run([java, "-version"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
@@ -60,13 +67,14 @@ def archive_path() -> Path:
     ident = _identity()
     key = hashlib.sha256("\n".join(ident.values()).encode()).hexdigest()[:16]
     from clusters.images import cache_dir
-    return cache_dir() / f"spark-driver-{ident['pyspark']}-{key}.jsa"
+    suffix = ".aot" if driver_jdk().aot_cache else ".jsa"
+    return cache_dir() / f"spark-driver-{ident['pyspark']}-{key}{suffix}"
 
 
 def _prune(cache: Path) -> None:
     """Remove the archives of Spark installations that are gone (each is ~190 MB; a
     checkout's .venv has its own)."""
-    for about in cache.glob("spark-driver-*.jsa.json"):
+    for about in cache.glob("spark-driver-*.json"):
         try:
             home = json.loads(about.read_text()).get("spark_home")
         except (OSError, ValueError):
@@ -85,7 +93,18 @@ def java_options() -> str:
     if not enabled():
         return ""
     path = archive_path()
-    return f"-XX:SharedArchiveFile={path} {QUIET}" if path.is_file() else ""
+    if not path.is_file():
+        return ""
+    if driver_jdk().aot_cache:
+        return f"-XX:AOTCache={path} {QUIET_AOT}"
+    return f"-XX:SharedArchiveFile={path} {QUIET}"
+
+
+def dump_options(to: Path) -> str:
+    """The training run's options: write the archive to `to` when the JVM exits."""
+    if driver_jdk().aot_cache:
+        return f"-XX:AOTCacheOutput={to} {QUIET_AOT}"
+    return f"-XX:ArchiveClassesAtExit={to} {QUIET}"
 
 
 def build(force: bool = False) -> Path | None:
@@ -121,7 +140,7 @@ def _dump(tmp: Path) -> None:
     with tempfile.TemporaryDirectory(prefix="harness-cds-") as run_dir:
         generate(run_dir, SyntheticSpec(records=20_000, producers=3, partitions=3, faults=2,
                                         inject={k: 3 for k in INJECTABLE}, seed=3))
-        spark, _ = spark_session(dump_classes_to=str(tmp))
+        spark, _ = spark_session(dump_classes_to=tmp)
         try:
             verify_run(run_dir, spark=spark)
         finally:

@@ -13,9 +13,9 @@ Spark's cache (MEMORY_AND_DISK, which spills) took 99 s.
              or drained below the group's highest accepted commit.
 
 This is the general path. When the history's names fit small catalogs, the
-packed path (spark_reports/packed.py) builds the same views with one shuffle
-of produced and consumed together, `offsets` and `groups` reduced to the
-positions where the rules can find anything; both give the same rows.
+position path (spark_reports/position_path.py) shuffles produced and consumed
+once, by position, and runs this path only on the rows of the positions and
+records where anything happened; both give the same anomaly rows.
 
 The anomaly kinds are computed from these views in spark_reports/anomalies.py.
 The aggregations over the big tables use fixed-width buffers (longs, 64-bit
@@ -58,7 +58,7 @@ from spark_reports.storage import RunLocation
 @dataclass
 class Keyed:
     """Consumed rows the keyed anomaly rules read, when a path has fetched them
-    already (spark_reports/packed.py), and the overwrite candidates."""
+    already (spark_reports/position_path.py), and the overwrite candidates."""
     watched: DataFrame
     candidates: DataFrame
     n_candidates: int
@@ -249,9 +249,6 @@ PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "o
                  "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome")
 OFFSET = ("topic", "partition", "offset")
 
-# The produced columns only anomaly rows show (the packed path fetches them for
-# FLAGGED records only).
-PRODUCED_EXTRA = {"key": "string", "error": "string", "txn_id": "string", "txn_seq": "long"}
 
 # Conditions shared by the views' observed sizes and the anomaly frames (functions:
 # a Column needs a live SparkContext).

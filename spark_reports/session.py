@@ -16,11 +16,11 @@ DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITION
 def spark_session(master: str | None = None, *, app_name: str = "harness-verify",
                   driver_memory: str = DEFAULT_DRIVER_MEMORY,
                   shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
-                  extra_conf: dict[str, str] | None = None, dump_classes_to: str | None = None):
+                  extra_conf: dict[str, str] | None = None, dump_classes_to=None):
     """Return the active session if one exists (tests share one), else start one.
     The driver JVM maps its classes from spark_reports.class_cache's archive when
     there is one; with dump_classes_to it writes such an archive there on exit."""
-    from spark_reports import class_cache
+    from spark_reports import class_cache, driver_jdk
     from pyspark.sql import SparkSession
 
     active = SparkSession.getActiveSession()
@@ -41,7 +41,8 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
          .config("spark.sql.session.timeZone", "UTC")
          # Anomaly Parquet is read by pyarrow and DuckDB too: plain timestamps, no INT96.
          .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
-    cds = (f"-XX:ArchiveClassesAtExit={dump_classes_to} {class_cache.QUIET}" if dump_classes_to
+    driver_jdk.prepare_env()
+    cds = (class_cache.dump_options(dump_classes_to) if dump_classes_to
            else class_cache.java_options())
     java_options = cds
     if local:
@@ -51,7 +52,12 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
         # -DontCompileHugeMethods: the JIT compiles generated methods beyond 8000 bytes
         # too; else they run interpreted (a metrics scan with one expression per fault
         # took 140 s at 10 M records, 21 s with this flag).
-        java_options = f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {cds}"
+        # CompileThresholdScaling=3: methods are compiled after 3x the default
+        # invocations, so the JIT compiles fewer lukewarm ones (Spark's planning and
+        # each query's generated code): JIT time 45-47 s against 66 s at 10 M
+        # records, process CPU 149-159 s against 169-183 s (benchmarks/RESULTS.md).
+        java_options = (f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods "
+                        f"-XX:CompileThresholdScaling=3 {cds}")
         # Shuffle files stay on this machine, so compressing them only costs CPU:
         # 8 of 38 CPU-s in the map stage of the 10 M-record records view.
         b = b.config("spark.shuffle.compress", "false").config("spark.shuffle.spill.compress", "false")

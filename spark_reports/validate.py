@@ -142,14 +142,15 @@ def check_files(loc: RunLocation) -> HistoryFiles:
 @dataclass
 class HistoryValues:
     """What the value scan learned besides the problems: the counts (reconcile's
-    COUNT_NAMES), the names and position bounds the packed path's catalog needs, the
+    COUNT_NAMES), the names and bounds the position path's catalog needs, the
     produced partitions and the run id."""
     counts: dict[str, int]
     topics: set[str]
     producers: set[str]
     run_groups: set[str]                      # group_id of `run` consumer rows
     read_committed_groups: set[str]           # … of those that read committed
-    bounds: dict[str, tuple[int, int] | None]  # "partition" / "offset": (min, max) of both tables
+    bounds: dict[str, tuple[int, int] | None]  # "partition" / "offset": (min, max) of both
+    # tables; "seq": of produced
     partitions: list[tuple[str, int]]         # produced (topic, partition), partition not null
     run_id: str | None
 
@@ -162,7 +163,8 @@ _GROUPINGS = {
     "commits": [("ok",)],
     "events": [("kind",)],
 }
-_BOUNDED = ("partition", "offset")
+# Columns whose (min, max) the position path's catalog needs, per table.
+_BOUNDED = {"produced": ("partition", "offset", "seq"), "consumed": ("partition", "offset")}
 
 
 # Nullable columns whose nulls are counted (from the footer when it has them).
@@ -182,7 +184,7 @@ def _scan_row_group(pf: "pq.ParquetFile", rg: int, table: str, null_cols: list[s
             nulls[col] = st.null_count
         else:
             read_nulls.append(col)
-    for col in _BOUNDED if table in ("produced", "consumed") else ():
+    for col in _BOUNDED.get(table, ()):
         st = stats.get(col)
         if st is not None and st.has_min_max:
             bounds[col] = (st.min, st.max)
@@ -217,7 +219,7 @@ def check_values(loc: RunLocation, history: HistoryFiles) -> HistoryValues:
     problems: list[str] = []
     per_table: dict[str, dict[tuple, int]] = {}   # (grouping index, key values) -> rows
     nulls: dict[str, int] = {}
-    bounds: dict[str, tuple[int, int] | None] = {"partition": None, "offset": None}
+    bounds: dict[str, tuple[int, int] | None] = {"partition": None, "offset": None, "seq": None}
     with ThreadPoolExecutor(max_workers=4) as pool:
         for table, tf in history.tables.items():
             per_table[table] = {}

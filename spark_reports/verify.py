@@ -216,7 +216,7 @@ class _Steps:
 def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
     from spark_reports import metrics as M
     from spark_reports.anomalies import anomaly_frames, write_anomalies
-    from spark_reports import packed
+    from spark_reports import position_path
     from spark_reports.reconcile import Scratch, build_views
     from spark_reports.tables import read_tables
 
@@ -225,15 +225,19 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     produced, consumed = frames["produced"], frames["consumed"]
     if scanned.run_id is not None:
         summary["run_id"] = scanned.run_id
+    summary["config"]["spark"] = {
+        "version": spark.version, "master": spark.sparkContext.master,
+        "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
     counts = scanned.counts
-    cat = packed.catalog_from(scanned)
+    cat = position_path.catalog_from(scanned)
     if cat.topics is None:
         summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
                                 "position key: positions computed on the slower struct path")
-    elif not cat.packed:
-        summary["notes"].append(f"more than {packed.MAX_PRODUCERS} producers or "
-                                f"{packed.MAX_GROUPS} consumer groups: views computed on the "
-                                "slower general path")
+    elif not cat.fits:
+        summary["notes"].append(f"more than {position_path.MAX_PRODUCERS} producers or "
+                                f"{position_path.MAX_GROUPS} consumer groups, or a seq beyond "
+                                f"{position_path.MAX_SEQ}: views computed on the slower "
+                                "general path")
     scratch = Scratch(spark, loc)
 
     def materialize(name, df, observe=None, keep=None):
@@ -245,24 +249,44 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     # soon as it is written, beside the anomaly rules' many small jobs, which leave
     # a core idle at times (1.73-1.83 cores used on average before, 1.88 with it).
     metrics_job: list[_Background] = []
+    background: list[_Background] = []
 
     def start_metrics(inputs, sizes):
         metrics_job.append(_Background(spark, "harness-metrics", lambda: _metrics(
             spark, inputs, frames["events"], consumed, sizes["run_end_us"], scanned, threshold)))
+        background.append(metrics_job[-1])
 
-    try:
-        if cat.packed:
-            views = packed.build_views(produced, consumed, frames["commits"], cat,
-                                       counts["consumed_foreign"], materialize,
-                                       on_records=start_metrics)
-        else:
-            views = build_views(produced, consumed, frames["commits"], cat.topics, materialize)
-            start_metrics(M.metric_inputs(views.records, sorted(scanned.topics)), views.sizes)
-        if views.sizes.get("produced_twice"):
+    def identity_holds(check: _Background) -> bool:
+        """The position path names records by producer and seq: it holds when every
+        produced record_id is `<producer>-<seq>` and none repeats (else the history is
+        malformed)."""
+        ident = check.result()
+        step("identity_wait")
+        if ident["nonconforming"]:
+            summary["notes"].append(f"{ident['nonconforming']} produced record_id(s) are not "
+                                    "'<producer>-<seq>': views computed on the slower general "
+                                    "path")
+            return False
+        if ident["repeated"]:
             raise HistoryInvalid([
                 f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
-                f"unique: {views.sizes['produced_twice']} record_id(s) in more than one row "
+                f"unique: {ident['repeated']} row(s) repeat the record_id of another row "
                 "(each record the harness sends gets one produced row)"])
+        return True
+
+    try:
+        views = None
+        if cat.fits:
+            # a small job, beside the big aggregation (it fills the cores' idle moments)
+            check = _Background(spark, "harness-identity",
+                                lambda: position_path.identity_check(produced, cat))
+            background.append(check)
+            views = position_path.build_views(produced, consumed, frames["commits"], cat,
+                                              materialize, on_metric_inputs=start_metrics,
+                                              trusted=lambda: identity_holds(check))
+        if views is None:
+            views = build_views(produced, consumed, frames["commits"], cat.topics, materialize)
+            start_metrics(M.metric_inputs(views.records, sorted(scanned.topics)), views.sizes)
         result = write_anomalies(spark, anomaly_frames(views, consumed, materialize,
                                                        scanned.read_committed_groups), loc, step)
         summary["counts"] = counts
@@ -270,7 +294,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         m = metrics_job.pop().result()
         step("metrics_wait")
     finally:
-        for job in metrics_job:     # the anomaly rules failed: stop the metrics first
+        for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
     summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})

@@ -6,6 +6,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from spark_reports import class_cache  # noqa: E402
+from spark_reports.driver_jdk import driver_jdk  # noqa: E402
 
 
 def test_the_archive_is_keyed_and_moves_with_the_cache(tmp_path, monkeypatch):
@@ -13,7 +14,9 @@ def test_the_archive_is_keyed_and_moves_with_the_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     path = class_cache.archive_path()
     assert path.parent == tmp_path
-    assert path.name.startswith(f"spark-driver-{pyspark.__version__}-") and path.suffix == ".jsa"
+    assert path.name.startswith(f"spark-driver-{pyspark.__version__}-")
+    # a JDK 25 maps an AOT cache, older JDKs a dynamic CDS archive
+    assert path.suffix == (".aot" if driver_jdk().aot_cache else ".jsa")
     monkeypatch.setattr(class_cache, "_spark_home", lambda: "/elsewhere/pyspark")
     class_cache._identity.cache_clear()
     assert class_cache.archive_path() != path      # other jars: another archive
@@ -26,8 +29,14 @@ def test_sessions_use_an_archive_only_when_there_is_one(tmp_path, monkeypatch):
     assert class_cache.java_options() == ""
     class_cache.archive_path().write_bytes(b"")
     opts = class_cache.java_options()
-    assert f"-XX:SharedArchiveFile={class_cache.archive_path()}" in opts
-    assert "-Xlog:cds=off" in opts                  # an unusable archive stays silent
+    if driver_jdk().aot_cache:
+        assert f"-XX:AOTCache={class_cache.archive_path()}" in opts
+        assert "-Xlog:aot=off" in opts              # an unusable cache stays silent
+        assert "-XX:AOTCacheOutput=" in class_cache.dump_options(tmp_path / "x.aot")
+    else:
+        assert f"-XX:SharedArchiveFile={class_cache.archive_path()}" in opts
+        assert "-Xlog:cds=off" in opts              # an unusable archive stays silent
+        assert "-XX:ArchiveClassesAtExit=" in class_cache.dump_options(tmp_path / "x.jsa")
     monkeypatch.setenv("HARNESS_SPARK_CDS", "0")
     assert class_cache.java_options() == ""
     assert class_cache.build() is None

@@ -12,8 +12,9 @@ def spark():
     pytest.importorskip("pyspark")
     from pyspark.sql import SparkSession
 
-    from spark_reports import class_cache
+    from spark_reports import class_cache, driver_jdk
 
+    driver_jdk.prepare_env()      # the JDK the archive below was written by
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     builder = (SparkSession.builder.master("local[2]").appName("harness-unit-tests")

@@ -198,6 +198,21 @@ def build(h: History) -> None:
     h.consume(t, 0, 0, b, consumer="c1", group="dg-g")
     h.drain(t, 0, 0, a); h.drain(t, 0, 1, b)
 
+    # three consumers saw three records at offset 0. The positions view names the
+    # lowest and the highest record there (a, c); b, the third, is a duplicate only
+    # because of its own offset 1, which the position path must fetch too.
+    t = case("three_at_one", divergent=1, overwritten=1, duplicate=2)
+    r = [h.send(t, "t3-p", i, offset=i) for i in range(3)]
+    for i in range(3):
+        h.consume(t, 0, 0, r[i], consumer=f"c{i}", group=f"t3-g{i}")
+    for i in range(3):
+        h.drain(t, 0, i, r[i])
+
+    # three records acked at offset 0 (two truncations); the log holds the middle one.
+    t = case("three_acked_at_one", overwritten=2, lost=2)
+    r = [h.send(t, "t3a-p", i, offset=0) for i in range(3)]
+    h.drain(t, 0, 0, r[1])
+
     # a group that committed without receiving anything skipped every drained offset
     # below its commit.
     t = case("skipped_silent", skipped=2)
@@ -327,18 +342,18 @@ def test_duckdb_reference_agrees(verified):
 
 @pytest.mark.parametrize("fits", ["nothing", "positions only"])
 def test_general_path_gives_the_same_counts(verified, spark, tmp_path, monkeypatch, fits):
-    """Histories beyond the packed path's catalogs take the general path (with the
+    """Histories beyond the position path's catalogs take the general path (with the
     struct position key when positions do not fit either): same answers, row for row
     per topic."""
     import shutil
 
-    import spark_reports.packed as packed
+    import spark_reports.position_path as position_path
     from spark_reports.verify import verify_run
 
     run, summary = verified
     shutil.copytree(run / "history", tmp_path / "history")
-    real = packed.catalog_from
-    monkeypatch.setattr(packed, "catalog_from", lambda scanned: packed.Catalog(
+    real = position_path.catalog_from
+    monkeypatch.setattr(position_path, "catalog_from", lambda scanned: position_path.Catalog(
         real(scanned).topics if fits == "positions only" else None, None, None))
     again = verify_run(str(tmp_path), spark=spark, write_html=False)
     assert again.summary["anomalies"] == summary["anomalies"]
@@ -347,6 +362,13 @@ def test_general_path_gives_the_same_counts(verified, spark, tmp_path, monkeypat
                for n in again.summary["notes"])
     for topic in EXPECTED:
         assert counts_for(tmp_path, topic) == counts_for(run, topic)
+    for kind in KINDS:
+        assert rows_of(tmp_path, kind) == rows_of(run, kind), kind
+
+
+def rows_of(run, kind: str) -> list:
+    """Every anomaly row of a kind, in a canonical order."""
+    return sorted(map(repr, pq.read_table(run / "report" / "anomalies" / kind).to_pylist()))
 
 
 def test_run_id_comes_from_the_history(verified):

@@ -167,6 +167,6 @@ def test_counts_names_and_bounds(tmp_path, statistics):
                         "commits": 3, "commits_ok": 2}
     assert (v.topics, v.producers, v.run_groups) == ({"t", "u", "v"}, {"p0", "p1"}, {"g", "h"})
     assert v.read_committed_groups == {"g"}
-    assert v.bounds == {"partition": (0, 3), "offset": (0, 9)}
+    assert v.bounds == {"partition": (0, 3), "offset": (0, 9), "seq": (0, 1)}
     assert v.partitions == [("t", 0), ("u", 3)]
     assert v.run_id == "r"
