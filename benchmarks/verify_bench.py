@@ -12,6 +12,12 @@ Markdown table and writes JSON next to this file (benchmarks/results/).
     .venv/bin/python benchmarks/verify_bench.py --records 1000000
     .venv/bin/python benchmarks/verify_bench.py --records 1000000 10000000
     .venv/bin/python benchmarks/verify_bench.py --records 10000000 --rounds 3
+    .venv/bin/python benchmarks/verify_bench.py --records 10000000 --rounds 3 \
+        --baseline /tmp/old     # also time another checkout (git worktree add /tmp/old REV)
+
+With --baseline DIR the rounds also run `harness verify` from that checkout (its
+code on PYTHONPATH, this checkout's .venv), in the same rotation, and report its
+time beside this checkout's: a code change measured in one run of the machine.
 """
 from __future__ import annotations
 
@@ -72,10 +78,10 @@ def _steal_seconds() -> float:
         return int(f.readline().split()[8]) / TICK
 
 
-def run_measured(cmd: list[str], env: dict | None = None) -> dict:
+def run_measured(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> dict:
     t0, steal0 = time.monotonic(), _steal_seconds()
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, **(env or {})}, cwd=ROOT)
+                            env={**os.environ, **(env or {})}, cwd=cwd)
     peak = [0]
     cpu: dict[int, float] = {}
     done = threading.Event()
@@ -98,7 +104,8 @@ def run_measured(cmd: list[str], env: dict | None = None) -> dict:
             "peak_rss_mib": round(peak[0] / 2**20), "stdout": out, "stderr": err[-3000:]}
 
 
-def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1) -> dict:
+def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1,
+          baseline: Path | None = None) -> dict:
     run_dir = data / f"synthetic-{records}"
     each = max(3, records // 10_000)
     spec = SyntheticSpec(records=records, producers=8, partitions=12, rate_per_s=20_000,
@@ -114,17 +121,33 @@ def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1) -> dict
     rounds = []
     for i in range(n_rounds):
         # alternate which side runs first, so drift in the machine's speed is shared
-        sides = ("spark", "duckdb") if i % 2 == 0 else ("duckdb", "spark")
-        got = {side: _run_side(side, run_dir) for side in sides}
+        sides = ["spark", "duckdb"] + (["baseline"] if baseline else [])
+        sides = sides if i % 2 == 0 else sides[::-1]
+        got = {side: _run_side(side, run_dir, baseline) for side in sides}
         rounds.append(_round(records, truth, run_dir, got["spark"], got["duckdb"]))
+        if baseline:
+            b = got["baseline"]
+            rounds[-1]["baseline"] = {
+                "seconds": b["seconds"], "cpu_seconds": b["cpu_seconds"],
+                "peak_rss_mib": b["peak_rss_mib"], "steal_seconds": b["steal_seconds"],
+                "matches_injected": b["summary"]["anomalies"] == truth["anomalies"],
+                "ratio": round(b["seconds"] / got["duckdb"]["seconds"], 2)}
     if n_rounds == 1:
-        return rounds[0]
+        out = rounds[0]
+        if baseline:
+            out["baseline_seconds"] = out["baseline"]["seconds"]
+            out["baseline_ratio"] = out["baseline"]["ratio"]
+        return out
     # the medians of the rounds (each round's own numbers are kept under "rounds")
     out = dict(min(rounds, key=lambda r: abs(r["ratio"] - statistics.median(
         x["ratio"] for x in rounds))))
     for k in ("spark_seconds", "duckdb_seconds", "spark_cpu_seconds", "duckdb_cpu_seconds",
               "ratio", "cpu_ratio"):
         out[k] = round(statistics.median(r[k] for r in rounds), 2)
+    if baseline:
+        out["baseline_seconds"] = round(statistics.median(
+            r["baseline"]["seconds"] for r in rounds), 2)
+        out["baseline_ratio"] = round(statistics.median(r["baseline"]["ratio"] for r in rounds), 2)
     out["identical_counts"] = all(r["identical_counts"] for r in rounds)
     out["matches_injected"] = all(r["matches_injected"] for r in rounds)
     out["rounds"] = [{k: v for k, v in r.items() if k not in ("spark_counts", "duckdb_counts")}
@@ -132,9 +155,14 @@ def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1) -> dict
     return out
 
 
-def _run_side(side: str, run_dir: Path) -> dict:
-    if side == "spark":
-        got = run_measured([str(ROOT / ".venv/bin/harness"), "verify", str(run_dir)])
+def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
+    if side in ("spark", "baseline"):
+        cmd, env, cwd = [str(ROOT / ".venv/bin/harness"), "verify", str(run_dir)], None, ROOT
+        if side == "baseline":
+            # the other checkout's modules first (its folder is the working directory)
+            cmd = [PY, "-m", "harness.cli", "verify", str(run_dir)]
+            env, cwd = {"PYTHONPATH": str(baseline)}, baseline
+        got = run_measured(cmd, env, cwd)
         if got["rc"] not in (0, 1):
             raise SystemExit(f"harness verify failed (rc {got['rc']}):\n{got['stderr']}")
         got["summary"] = json.loads((run_dir / "report" / "summary.json").read_text())
@@ -178,10 +206,14 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=1,
                     help="runs of each side per size, alternating which goes first; the "
                          "table shows the medians")
+    ap.add_argument("--baseline", type=Path, default=None,
+                    help="another checkout to time in the same rounds (e.g. a git worktree of "
+                         "the previous commit)")
     a = ap.parse_args()
     rows = []
     for n in a.records:
-        r = bench(n, a.data, a.regenerate, a.rounds)
+        r = bench(n, a.data.resolve(), a.regenerate, a.rounds,
+                  a.baseline.resolve() if a.baseline else None)
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items()
                           if not k.endswith("_counts") and k != "rounds"}), flush=True)
@@ -200,6 +232,9 @@ def main() -> int:
               f"({r['cpu_ratio']}x) | {r['identical_counts']} | {r['matches_injected']} | "
               f"{r['load_avg_1m']['spark'][0]}–{r['load_avg_1m']['spark'][1]} | "
               f"{r['steal_seconds']['spark']} / {r['steal_seconds']['duckdb']} |")
+        if "baseline_seconds" in r:
+            print(f"| baseline checkout | | {r['baseline_seconds']} s | | | | "
+                  f"{r['baseline_ratio']}x | | | | |")
     return 0
 
 

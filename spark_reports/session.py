@@ -18,8 +18,9 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
                   shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
                   extra_conf: dict[str, str] | None = None, dump_classes_to=None):
     """Return the active session if one exists (tests share one), else start one.
-    The driver JVM maps its classes from spark_reports.class_cache's archive when
-    there is one; with dump_classes_to it writes such an archive there on exit."""
+    The driver JVM runs on spark_reports.driver_jdk's JDK and maps its classes from
+    spark_reports.class_cache's archive when there is one; with dump_classes_to it
+    writes such an archive there on exit."""
     from spark_reports import class_cache, driver_jdk
     from pyspark.sql import SparkSession
 

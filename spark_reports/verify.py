@@ -4,11 +4,17 @@ The `harness verify` command and the runner (at the end of every run) both
 call `verify_run`. Steps: read the run's configuration, validate the history
 (files, columns, types, enumerated values; with pyarrow, before Spark starts,
 which also yields the counts and the names), compute anomalies with
-Spark (offending rows written to report/anomalies/<kind>/) and, in a thread
-of their own from the moment the records view is written, the metrics; the
+Spark (offending rows written to report/anomalies/<kind>/; on the position
+path, spark_reports/position_path.py, when the names fit its catalogs, else on
+the general path, spark_reports/reconcile.py) and, in a thread of their own
+from the moment every record's metric inputs can be read, the metrics; the
 verdict against the expectations, then summary.json, junit.xml, index.html.
-summary["step_seconds"] times each step; the metrics' (`metrics.*`) overlap
-the anomalies', and `metrics_wait` is how long the anomalies then waited.
+Beside the position path's first aggregation, another thread checks that
+produced record_ids are `<producer>-<seq>` and unique (identity_check): the
+general path takes over when they are not that form, and a repeated record_id
+is a malformed history. summary["step_seconds"] times each step; the
+metrics' (`metrics.*`) overlap the anomalies', and `metrics_wait` is how long
+the anomalies then waited.
 
 The verdict is "unknown" (exit 2) when the history is malformed or has no
 `drain` phase; a summary, junit.xml and index.html are still written then,
