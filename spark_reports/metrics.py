@@ -43,31 +43,6 @@ DEFAULT_UNAVAILABILITY_THRESHOLD_S = 1.0
 FINE, COARSE = 1.001, 1.05
 
 
-class MetricInputs:
-    """Every record's metric inputs (metric_inputs' columns) in two parts that become
-    readable one after the other, so the metrics can start on the first while the
-    anomaly rules still compute the second: `first`, then `rest` = (DataFrame or
-    None, whether first was complete; when it was not, rest replaces it). Both are
-    futures; a path that fails sets their exception."""
-
-    def __init__(self):
-        from concurrent.futures import Future
-        self.first: Future = Future()
-        self.rest: Future = Future()
-
-    @classmethod
-    def complete(cls, records: DataFrame) -> "MetricInputs":
-        inputs = cls()
-        inputs.first.set_result(records)
-        inputs.rest.set_result((None, True))
-        return inputs
-
-    def fail(self, error: BaseException) -> None:
-        for f in (self.first, self.rest):
-            if not f.done():
-                f.set_exception(error)
-
-
 def metric_inputs(records: DataFrame, topics: list[str]) -> DataFrame:
     """The columns the metrics read, from a records view (reconcile.build_views):
     `sent` (a produced row), `acked` (status acked), the three timestamps, and the
@@ -227,30 +202,12 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
             for i, f in enumerate(tl.faults)}
 
 
-def merge_histograms(a: dict[str, list], b: dict[str, list]) -> dict[str, list]:
-    """The histograms() of two disjoint sets of records, as of their union."""
-    out: dict[str, list] = defaultdict(list)
-    for kind in set(a) | set(b):
-        rows: dict[tuple, list] = {}
-        for key, bucket, n, lo, hi in [*a.get(kind, []), *b.get(kind, [])]:
-            r = rows.get((key, bucket))
-            rows[(key, bucket)] = [n, lo, hi] if r is None else \
-                [r[0] + n, min(r[1], lo), max(r[2], hi)]
-        out[kind] = [(k, bk, n, lo, hi) for (k, bk), (n, lo, hi) in rows.items()]
-    return out
-
-
-def consumed_per_second(consumed: DataFrame) -> dict[int, int]:
-    """Records consumed in `run` per whole second (one scan of consumed)."""
-    sec = F.floor(F.col("recv_ts_us") / 1_000_000).cast("long")
-    return {r["s"]: int(r["consumed"]) for r in (
-        consumed.where(F.col("phase") == "run").groupBy(sec.alias("s"))
-        .agg(F.count(F.lit(1)).alias("consumed")).collect())}
-
-
-def per_second(hist: dict[str, list], consumed: dict[int, int]) -> list[dict]:
+def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     """Sent / acked / consumed-in-run counts and ack latency per second (for the plots),
-    from histograms() and consumed_per_second()."""
+    from histograms() and one scan of consumed."""
+    sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
+    cons = (consumed.where(F.col("phase") == "run").groupBy(sec("recv_ts_us").alias("s"))
+            .agg(F.count(F.lit(1)).alias("consumed")).collect())
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
                                                   "ack_p50_ms": None, "ack_p99_ms": None,
                                                   "ack_max_ms": None})
@@ -264,8 +221,8 @@ def per_second(hist: dict[str, list], consumed: dict[int, int]) -> list[dict]:
         t = table[s_]
         t["acked"], t["ack_p50_ms"], t["ack_p99_ms"], t["ack_max_ms"] = (
             p["n"], p["p50"], p["p99"], p["max"])
-    for s_, n in consumed.items():
-        table[s_]["consumed"] = n
+    for r in cons:
+        table[r["s"]]["consumed"] = int(r["consumed"])
     return [{"second": s_, **table[s_]} for s_ in sorted(table)]
 
 

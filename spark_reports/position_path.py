@@ -44,7 +44,7 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_reports.anomalies import REORDERED_COLS, overwrite_candidates
-from spark_reports.metrics import MetricInputs, metric_inputs
+from spark_reports.metrics import metric_inputs
 from spark_reports.reconcile import (DIVERGENT, FLAGGED, MAX_OFFSET, MAX_PARTITION, MAX_TOPICS,
                                      OFFSET, Keyed, Views, build_views as general_views,
                                      highest_commits, pack_position, small, unpack_position)
@@ -235,11 +235,10 @@ def _fetch(table: DataFrame, key: "F.Column", keys: tuple[DataFrame, int]) -> Da
                       key == F.col("_k"), "left_semi")
 
 
-def _exceptional_rows(produced, consumed, positions, cat, materialize, on_ids=lambda ids: None):
+def _exceptional_rows(produced, consumed, positions, cat, materialize):
     """(produced rows, consumed rows, E as rk) of the exceptional positions and
     records: the rows at those positions, and every row of the records produced or
-    seen there (E). on_ids(E) is called as soon as the records the view names (all
-    of E, unless a position saw three) are known. A record of E was consumed only at exceptional positions and at
+    seen there (E). A record of E was consumed only at exceptional positions and at
     its own key, so both tables are fetched by key. The view names two records per
     position, the lowest and the highest; a third is found among the rows fetched
     there, and its own key's rows are fetched then."""
@@ -248,7 +247,6 @@ def _exceptional_rows(produced, consumed, positions, cat, materialize, on_ids=la
     ids, seen_ids = materialize("exceptional_ids", _ids(exc, ("rk", "p_hi", "c_lo", "c_hi")),
                                 {"rows": F.count(F.lit(1))})
     ids = (ids, seen_ids["rows"])
-    on_ids(ids)
     keys = _keys(exc.select("k").unionByName(_own_keys(positions, ids)), materialize,
                  "exceptional_keys")
     rows = _fetch_both(produced, consumed, keys, cat, materialize, "exceptional")
@@ -336,43 +334,21 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame, ca
     skipped-candidates in `groups`, and `ready` inputs for the anomaly frames; None
     when trusted() (asked once the positions view is written: identity_check's
     verdict) says the records cannot be named by rk. on_metric_inputs(inputs, sizes)
-    is called once the positions view is written (sizes: the run's start and end);
-    `inputs` (metrics.MetricInputs) then gets the clean rows' metric inputs as soon
-    as the exceptional records are named, and the exceptional records' once the
-    general path has computed them."""
+    is called as soon as the metric inputs of every record (both halves) can be read."""
     raw = _aggregate(produced, consumed, cat)
     positions, sizes = materialize("positions", raw, _sizes(),
                                    keep=[c for c in raw.columns if c != "_send_lo"])
     if not trusted():
         return None
-    inputs = MetricInputs()
-    if on_metric_inputs is not None:
-        on_metric_inputs(inputs, dict(sizes))
-    try:
-        return _views(produced, consumed, commits, cat, materialize, positions, sizes, inputs)
-    except BaseException as e:
-        inputs.fail(e)          # the metrics must not wait for what will never come
-        raise
-
-
-def _views(produced, consumed, commits, cat, materialize, positions, sizes,
-           inputs: MetricInputs) -> Views:
-    named: list = []
-
-    def clean_first(ids):
-        named.append(ids)
-        inputs.first.set_result(_clean_metric_inputs(_clean(positions, ids)))
-    p_rows, c_rows, ids = _exceptional_rows(produced, consumed, positions, cat, materialize,
-                                            on_ids=clean_first)
+    p_rows, c_rows, ids = _exceptional_rows(produced, consumed, positions, cat, materialize)
     exc = general_views(p_rows, c_rows, commits, cat.topics,
                         lambda name, df, observe=None, keep=None:
                         materialize(f"exceptional_{name}", df, observe, keep))
     clean = _clean(positions, ids)
-    exc_inputs = metric_inputs(exc.records.where(F.col("producer").isNotNull()), cat.topics)
-    if ids is named[0]:
-        inputs.rest.set_result((exc_inputs, True))
-    else:       # E grew after the clean part was handed over: both parts anew
-        inputs.rest.set_result((_clean_metric_inputs(clean).unionByName(exc_inputs), False))
+    if on_metric_inputs is not None:
+        on_metric_inputs(_clean_metric_inputs(clean).unionByName(
+            metric_inputs(exc.records.where(F.col("producer").isNotNull()), cat.topics)),
+            dict(sizes))
     n = {**exc.sizes, **sizes}
     missed, seen = materialize("missed_clean", _missed(clean, commits, cat),
                                {"rows": F.count(F.lit(1))})

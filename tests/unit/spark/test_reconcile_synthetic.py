@@ -116,20 +116,3 @@ def test_record_ids_not_named_producer_seq_take_the_general_path(tmp_path, spark
     s = result.summary
     assert any("1 produced record_id(s) are not '<producer>-<seq>'" in n for n in s["notes"])
     assert set(s["anomalies"].values()) == {0}     # the position path would say lost, unexpected
-
-
-def test_a_failure_after_the_metrics_started_stops_them(tmp_path, spark, monkeypatch):
-    """The metrics thread starts when the positions view is written and waits for the
-    records' metric inputs; when the anomaly rules fail, it is told so and stops."""
-    import spark_reports.position_path as position_path
-
-    generate(tmp_path, SyntheticSpec(records=1500, partitions=3, faults=1, seed=5))
-
-    def broken(*a, **k):
-        raise RuntimeError("general path broke")
-    monkeypatch.setattr(position_path, "general_views", broken)
-    with pytest.raises(RuntimeError, match="general path broke"):
-        verify_run(str(tmp_path), spark=spark)
-    assert not [t for t in threading.enumerate() if t.name == "harness-metrics"]
-    assert not (tmp_path / "report" / "_views").exists()
-    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
