@@ -13,7 +13,9 @@ def test_drain_reports_leaderless_partition_and_ends(run):
     cluster = run.cluster
     topic = f"wl-rf1-{uuid.uuid4().hex[:6]}"
     cluster.create_topic(topic, 3, 1, {"min.insync.replicas": "1"})
-    p = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=3000),
+    # Fixed keys spread the records over all three partitions; unkeyed records go through
+    # the sticky partitioner and 3000 small ones can all land in the victim's partition.
+    p = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=3000, keys="fixed"),
                         bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id).start()
     try:
         assert p.wait(120) and p.exitcode == 0
