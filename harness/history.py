@@ -53,6 +53,8 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("record_id", pa.string()),
         ("isolation", pa.string()),
         ("recv_ts_us", pa.int64()),
+        ("poll_seq", pa.int64()),
+        ("assignment", pa.int32()),
     ]),
     "commits": pa.schema([
         ("run_id", pa.string()),
@@ -79,7 +81,7 @@ SCHEMAS: dict[str, pa.Schema] = {
 NULLABLE: dict[str, frozenset[str]] = {
     "produced": frozenset({"key", "partition", "offset", "error", "ack_ts_us",
                            "txn_id", "txn_seq", "txn_outcome"}),
-    "consumed": frozenset({"group_id", "key", "record_id"}),
+    "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "assignment"}),
     "commits": frozenset({"group_id", "error"}),
     "events": frozenset({"target"}),
 }

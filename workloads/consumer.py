@@ -67,6 +67,12 @@ class _Member:
                                      flush_seconds=spec.history_flush_s)
         self.events = EventLog(run_dir, run_id, writer_name=f"{wn}-events")
         self.processed: dict[tuple[str, int], int] = {}   # next offset, recorded not committed
+        # consumed.poll_seq and .assignment (the spec): the order records reached us, and
+        # the assignment generation they arrived in. A restarted member keeps its name, so
+        # its generations start past any earlier incarnation's (1 << 20 each): the
+        # checker tells one instance's generations apart by (consumer, assignment) alone.
+        self.poll_seq = 0
+        self.assignment = incarnation << 20
         conf = consumer_config(spec, member, bootstrap)
         if spec.commit == "auto":
             conf["on_commit"] = self._on_commit
@@ -84,16 +90,19 @@ class _Member:
 
     # -- rebalance callbacks (run inside consume()) --
     def _on_assign(self, consumer, parts) -> None:
+        self.assignment += 1
         self._event("rebalance", type="assigned", partitions=_parts(parts),
                     protocol=self.spec.assignment)
 
     def _on_revoke(self, consumer, parts) -> None:
+        self.assignment += 1
         self._event("rebalance", type="revoked", partitions=_parts(parts),
                     protocol=self.spec.assignment)
         if self.spec.commit == "after-processing":
             self.commit({(p.topic, p.partition) for p in parts})
 
     def _on_lost(self, consumer, parts) -> None:
+        self.assignment += 1
         self._event("rebalance", type="lost", partitions=_parts(parts),
                     protocol=self.spec.assignment)
         for p in parts:        # not ours any more: committing would be rejected
@@ -166,8 +175,12 @@ class _Member:
                     cols["record_id"].append(record_id_of(m.value()))
                     if after:
                         self.processed[(t, p)] = o + 1
+                n = len(cols["offset"])
+                cols["poll_seq"] = range(self.poll_seq, self.poll_seq + n)
+                self.poll_seq += n
                 self.consumed.append_columns(cols, consumer=member, group_id=group, phase="run",
-                                             isolation=iso, recv_ts_us=recv)
+                                             isolation=iso, recv_ts_us=recv,
+                                             assignment=self.assignment)
             else:
                 self.consumed.maybe_flush()
                 self.commits.maybe_flush()

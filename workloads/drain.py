@@ -115,7 +115,7 @@ def drain(spec: DrainSpec, *, bootstrap: str, run_dir: str, run_id: str,
             if not assigned:
                 time.sleep(0.5)
             else:
-                records += _consume_batch(consumer, by_tp, writer, spec.isolation)
+                records += _consume_batch(consumer, by_tp, writer, spec.isolation, records)
             now = time.monotonic()
             snap = tuple((p.position, p.done, p.end) for p in parts)
             if snap != last_snap:
@@ -146,7 +146,10 @@ def drain(spec: DrainSpec, *, bootstrap: str, run_dir: str, run_id: str,
     return result
 
 
-def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isolation: str) -> int:
+def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isolation: str,
+                   first_seq: int = 0) -> int:
+    """One poll's records as `consumed` rows; first_seq: the drain's records so far (its
+    poll_seq continues from there)."""
     msgs = consumer.consume(1000, 0.5)
     if not msgs:
         return 0
@@ -178,6 +181,7 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
         p.position = o + 1
         if p.end is not None and p.position >= p.end:
             p.done = True
+    cols["poll_seq"] = range(first_seq, first_seq + len(cols["offset"]))
     writer.append_columns(cols, consumer=DRAIN, group_id=None, phase="drain",
                           isolation=isolation, recv_ts_us=recv)
     return len(cols["offset"])

@@ -140,6 +140,9 @@ class JavaConsumerConverter:
         self.consumer, self.group_id, self.isolation = consumer, group_id, isolation
         self.consumed, self.commits, self.events = consumed, commits, events
         self.records = 0
+        # consumed.poll_seq / .assignment: with --verbose the tool prints every record in
+        # the order it polled them, and every assignment change, so both can be told.
+        self.assignment = 0
 
     def feed(self, line: str) -> None:
         event = _event(line)
@@ -153,7 +156,8 @@ class JavaConsumerConverter:
                 "topic": ev["topic"], "partition": ev["partition"], "offset": ev["offset"],
                 "key": ev.get("key"),
                 "record_id": record_id_of(value.encode()) if value is not None else None,
-                "isolation": self.isolation, "recv_ts_us": ts})
+                "isolation": self.isolation, "recv_ts_us": ts,
+                "poll_seq": self.records, "assignment": self.assignment})
             self.records += 1
         elif name == "offsets_committed":
             ok = bool(ev.get("success"))
@@ -163,7 +167,10 @@ class JavaConsumerConverter:
                                      "offset": o["offset"], "ok": ok,
                                      "error": None if ok else (ev.get("error") or "unknown"),
                                      "ts_us": ts})
-        elif name in ("partitions_assigned", "partitions_revoked") and self.events:
+        elif name in ("partitions_assigned", "partitions_revoked"):
+            self.assignment += 1
+            if self.events is None:
+                return
             self.events.emit("client", "rebalance", self.consumer, ts_us=ts,
                              type=name.split("_")[1], group_id=self.group_id,
                              partitions=[[p["topic"], p["partition"]]

@@ -58,14 +58,19 @@ class _Transform:
         })
         self.consumed = HistoryWriter(run_dir, "consumed", run_id,
                                       writer_name=f"{writer_name}-consumed", flush_seconds=1.0)
+        # consumed.poll_seq / .assignment (the spec). rewind() seeks back after an abort:
+        # it starts a generation too, since re-reading from there is not going back.
+        self.poll_seq, self.assignment = 0, 0
         self.commits = HistoryWriter(run_dir, "commits", run_id,
                                      writer_name=f"{writer_name}-commits", flush_seconds=1.0)
 
         def on_assign(c, parts):
+            self.assignment += 1
             events.emit("client", "rebalance", self.name, type="assigned", group_id=self.group,
                         partitions=[[p.topic, p.partition] for p in parts])
 
         def on_revoke(c, parts):
+            self.assignment += 1
             events.emit("client", "rebalance", self.name, type="revoked", group_id=self.group,
                         partitions=[[p.topic, p.partition] for p in parts])
 
@@ -78,7 +83,10 @@ class _Transform:
             "consumer": self.name, "group_id": self.group, "phase": "run", "topic": m.topic(),
             "partition": m.partition(), "offset": m.offset(),
             "key": m.key().decode() if m.key() else None, "record_id": record_id_of(m.value()),
-            "isolation": "read_committed", "recv_ts_us": now} for m in msgs)
+            "isolation": "read_committed", "recv_ts_us": now,
+            "poll_seq": self.poll_seq + i, "assignment": self.assignment}
+            for i, m in enumerate(msgs))
+        self.poll_seq += len(msgs)
         return msgs
 
     def positions(self) -> list[TopicPartition]:
@@ -93,6 +101,7 @@ class _Transform:
     def rewind(self) -> None:
         """After an abort, go back to the last committed input offsets."""
         assignment = self.consumer.assignment()
+        self.assignment += 1
         for tp in self.consumer.committed(assignment, timeout=10):
             if tp.offset < 0:
                 tp.offset = -2          # OFFSET_BEGINNING: nothing committed yet
