@@ -1,58 +1,456 @@
-"""Named fault kinds for nemesis schedules and scenarios.
+"""Every fault in `faults/` by name: a kind, a target selector and typed params.
 
-`make_fault(kind, ctx)` builds a fresh fault for one schedule step; the
-kinds that aim at a partition use `topic` partition 0 unless told.
+    fault = make_fault("kill", {"leader_of": {"topic": "orders", "partition": 3}}, None,
+                       where="faults[0]")
+
+`KINDS` maps a kind name to a `FaultKind`: a one-line summary, a pydantic
+params model (frozen, no unknown keys), whether it takes a target, what the
+cluster must offer (`needs`) and how to build the fault. `make_fault` and
+`validate_fault` turn bad input into `SpecError`s naming the field
+(`<where>.fault`, `<where>.target…`, `<where>.params.<field>`) and what is
+allowed; `validate_fault` builds nothing, so a scenario is checked before any
+container exists.
+
+`PRESETS` are the nemesis's named faults (`kill-leader`, `partition-halves` …):
+a kind, a target and params with the topic and partition left open, filled in
+by `preset(name, topic, partition)`. `catalog(topic, partition)` and
+`fault_factory(topic, partition)` build them for a nemesis schedule.
 """
 from __future__ import annotations
 
-from typing import Callable
+import difflib
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal, NamedTuple, get_args
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from faults import network, toxics
 from faults.base import BaseFault, FaultContext
-from harness.errors import SpecError
-from faults import network, selectors as sel
 from faults.controller import ControllerFailover
-from faults.disk import DiskFull
+from faults.disk import DiskFull, UnwritableLogDir
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
-from faults.rolling import RollingRestart
+from faults.rolling import RollingRestart, RollingUpgrade
+from faults.selectors import (
+    Selector,
+    all_brokers,
+    all_nodes,
+    parse_selector,
+)
 from faults.zookeeper import ZkSessionExpiry
+from harness.errors import SpecError
+
+# What a fault can need from the cluster (checked against the scenario before a run).
+NEEDS = frozenset({"zookeeper", "kraft", "toxiproxy", "toxiproxy-replication", "replaceable"})
+REQUIRED, OPTIONAL, NONE = "required", "optional", "none"
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class NoParams(Params):
+    pass
+
+
+class TerminateParams(Params):
+    stop_timeout_s: float = Field(60, gt=0, description="seconds before docker stop SIGKILLs")
+
+
+class BounceParams(Params):
+    times: int = Field(2, ge=1, description="how many stop/start rounds")
+    interval_s: float = Field(3, ge=0, description="seconds down, and up between rounds")
+    reselect: bool = Field(True, description="pick the target again each round (follow the leader)")
+    stop_timeout_s: float = Field(60, gt=0)
+
+
+class PartitionParams(Params):
+    shape: Literal["isolate", "halves", "ring", "bridge", "cut-clients"] = Field(
+        "isolate", description="isolate: the target loses every other node; halves/ring/"
+        "bridge: over the target pool (all nodes); cut-clients: the target brokers lose clients")
+
+
+PARTITION_SHAPES: tuple[str, ...] = get_args(PartitionParams.model_fields["shape"].annotation)
+
+
+class DiskParams(Params):
+    log_dir: str | None = Field(None, description="the broker's log dir (default: the cluster's)")
+
+
+class UnwritableParams(DiskParams):
+    stop_timeout_s: float = Field(30, gt=0)
+
+
+# Each toxic type's attributes (params fields) and their defaults.
+TOXIC_ATTRIBUTES: dict[str, dict[str, int]] = {
+    "latency": {"latency_ms": 1000, "jitter_ms": 0},
+    "bandwidth": {"rate_kb_s": 100},
+    "timeout": {"timeout_ms": 0},
+    "reset_peer": {"timeout_ms": 0},
+    "slow_close": {"delay_ms": 1000},
+    "slicer": {"average_size": 64, "size_variation": 32, "delay_us": 1000},
+}
+
+
+class ToxicParams(Params):
+    type: Literal["latency", "bandwidth", "timeout", "reset_peer", "slow_close", "slicer"]
+    latency_ms: int | None = Field(None, ge=0)
+    jitter_ms: int | None = Field(None, ge=0)
+    rate_kb_s: int | None = Field(None, ge=0)
+    timeout_ms: int | None = Field(None, ge=0)
+    delay_ms: int | None = Field(None, ge=0)
+    average_size: int | None = Field(None, ge=1)
+    size_variation: int | None = Field(None, ge=0)
+    delay_us: int | None = Field(None, ge=0)
+    listeners: tuple[Literal["client", "replication"], ...] = Field(("client",), min_length=1)
+    streams: tuple[Literal["downstream", "upstream"], ...] = Field(
+        ("downstream", "upstream"), min_length=1)
+    toxicity: float = Field(1.0, ge=0, le=1, description="share of connections affected")
+
+    def attributes(self) -> dict[str, int]:
+        """This type's attributes, defaults filled in."""
+        return {k: d if getattr(self, k) is None else getattr(self, k)
+                for k, d in TOXIC_ATTRIBUTES[self.type].items()}
+
+
+class ControllerFailoverParams(Params):
+    method: Literal["kill", "pause", "isolate"] = "kill"
+    wait_for_new_s: float | None = Field(None, ge=0, description="default: settle timeout")
+
+
+class ZkExpiryParams(Params):
+    method: Literal["pause", "partition"] = "pause"
+    session_timeout_ms: int = Field(18000, gt=0, description="the brokers' zookeeper.session.timeout.ms")
+    margin_s: float = Field(3.0, ge=0)
+
+
+class RollingRestartParams(Params):
+    signal: Literal["clean", "hard"] = "clean"
+    down_s: float = Field(0.0, ge=0, description="seconds each node stays down")
+    isr_timeout_s: float = Field(120, gt=0, description="wait for full ISR after each node")
+    stop_timeout_s: float = Field(60, gt=0)
+
+
+class RollingUpgradeParams(Params):
+    to_version: str = Field(description="a version alias or exact version from clusters/versions.py")
+    release_version: str | None = Field(None, description="metadata version to raise to at the end")
+    isr_timeout_s: float = Field(180, gt=0)
+
+    @field_validator("to_version", "release_version", mode="before")
+    @classmethod
+    def _number_as_text(cls, value: Any) -> Any:
+        # YAML reads `to_version: 4` or `3.9` as a number.
+        return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+Check = Callable[[Any, BaseModel, str], None]
+
+
+@dataclass(frozen=True)
+class FaultKind:
+    name: str
+    summary: str
+    params: type[BaseModel]
+    target: str                       # REQUIRED | OPTIONAL | NONE
+    default_target: Any               # selector spec when optional and omitted; None: the fault's own
+    needs: frozenset[str]             # what every fault of this kind needs
+    self_healing: bool                # inject() heals by itself; a scenario's `hold` does not apply
+    build: Callable[[Selector | None, BaseModel], BaseFault]
+    # Cross-field checks beyond the params model (target_spec, params, where).
+    check: Check | None = None
+    # Needs that depend on the params (a toxic on the replication listener).
+    needs_for: Callable[[BaseModel], frozenset[str]] | None = None
+
+
+def _built_self_healing(build, target: Selector | None, params: BaseModel) -> BaseFault:
+    fault = build(target, params)
+    fault.heal_after_s = 0.0      # inject() ends healed: nothing is left for heal-all
+    return fault
+
+
+def _build_partition(target: Selector | None, p: PartitionParams) -> BaseFault:
+    if p.shape == "isolate":
+        return network.Partition(network.isolate(target))
+    if p.shape == "cut-clients":
+        return network.Partition(network.cut_clients(target or all_brokers))
+    shapes = {"halves": network.halves, "ring": network.ring, "bridge": network.bridge}
+    return network.Partition(shapes[p.shape](target or all_nodes))
+
+
+def _check_partition(target_spec: Any, p: PartitionParams, where: str) -> None:
+    if p.shape == "isolate" and target_spec is None:
+        raise SpecError(f"{where}.target", "a partition of shape 'isolate' needs a target: the "
+                        "nodes to cut off", "e.g. target: {leader_of: {topic: t, partition: 0}}")
+
+
+_TOXICS: dict[str, Callable[[dict[str, int]], tuple[str, dict[str, Any]]]] = {
+    "latency": lambda a: toxics.latency(a["latency_ms"], a["jitter_ms"]),
+    "bandwidth": lambda a: toxics.bandwidth(a["rate_kb_s"]),
+    "timeout": lambda a: toxics.timeout(a["timeout_ms"]),
+    "reset_peer": lambda a: toxics.reset_peer(a["timeout_ms"]),
+    "slow_close": lambda a: toxics.slow_close(a["delay_ms"]),
+    "slicer": lambda a: toxics.slicer(a["average_size"], a["size_variation"], a["delay_us"]),
+}
+_LISTENERS = {"client": toxics.CLIENT, "replication": toxics.REPLICATION}
+
+
+def _build_toxic(target: Selector | None, p: ToxicParams) -> BaseFault:
+    proxies = toxics.proxies_of(target, [_LISTENERS[name] for name in p.listeners])
+    return toxics.LinkToxic(_TOXICS[p.type](p.attributes()), proxies, streams=p.streams,
+                            toxicity=p.toxicity)
+
+
+def _check_toxic(target_spec: Any, p: ToxicParams, where: str) -> None:
+    own = TOXIC_ATTRIBUTES[p.type]
+    for attr in sorted({a for attrs in TOXIC_ATTRIBUTES.values() for a in attrs} - set(own)):
+        if getattr(p, attr) is not None:
+            raise SpecError(f"{where}.params.{attr}", f"a {p.type} toxic has no attribute {attr}",
+                            f"a {p.type} toxic takes {', '.join(own)}")
+
+
+def _toxic_needs(p: ToxicParams) -> frozenset[str]:
+    return frozenset({"toxiproxy-replication"}) if "replication" in p.listeners else frozenset()
+
+
+def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str) -> None:
+    from clusters.versions import resolve_version
+    try:
+        resolve_version(p.to_version)
+    except SpecError as e:
+        raise SpecError(f"{where}.params.to_version", str(e).split(": ", 1)[1]) from None
+
+
+def _kind(name: str, summary: str, params: type[BaseModel], target: str, build, *,
+          default_target: Any = None, needs: tuple[str, ...] = (), self_healing: bool = False,
+          check: Check | None = None, needs_for=None) -> FaultKind:
+    if self_healing:
+        build = functools.partial(_built_self_healing, build)
+    return FaultKind(name, summary, params, target, default_target, frozenset(needs),
+                     self_healing, build, check, needs_for)
+
+
+def _kinds() -> dict[str, FaultKind]:
+    bounce = lambda signal: lambda s, p: Bounce(
+        s, signal, times=p.times, interval_s=p.interval_s, reselect=p.reselect,
+        stop_timeout_s=p.stop_timeout_s)
+    kinds = [
+        _kind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
+              REQUIRED, lambda s, p: Kill(s, HARD)),
+        _kind("terminate", "clean shutdown (SIGTERM) of the target; heal starts it again",
+              TerminateParams, REQUIRED,
+              lambda s, p: Kill(s, CLEAN, stop_timeout_s=p.stop_timeout_s)),
+        _kind("bounce", "clean stop and start of the target, `times` rounds, inside inject",
+              BounceParams, REQUIRED, bounce(CLEAN), self_healing=True),
+        _kind("bounce-hard", "SIGKILL and start of the target, `times` rounds, inside inject",
+              BounceParams, REQUIRED, bounce(HARD), self_healing=True),
+        _kind("pause", "freeze the target's container (docker pause); heal unpauses",
+              NoParams, REQUIRED, lambda s, p: Pause(s, DOCKER)),
+        _kind("sigstop", "SIGSTOP the target's JVM (sockets stay open); heal sends SIGCONT",
+              NoParams, REQUIRED, lambda s, p: Pause(s, SIGSTOP)),
+        _kind("partition", "silent network partition (iptables DROP) of the given shape",
+              PartitionParams, OPTIONAL, _build_partition, check=_check_partition),
+        _kind("disk-full", "fill the target broker's log dir until ENOSPC; heal frees it",
+              DiskParams, REQUIRED, lambda s, p: DiskFull(s, p.log_dir)),
+        _kind("log-dir-unwritable", "make the target broker's log dir refuse writes",
+              UnwritableParams, REQUIRED,
+              lambda s, p: UnwritableLogDir(s, p.log_dir, stop_timeout_s=p.stop_timeout_s)),
+        _kind("toxic", "degrade the target brokers' links through toxiproxy (latency, "
+              "bandwidth, timeout, reset_peer, slow_close, slicer)", ToxicParams, OPTIONAL,
+              _build_toxic, default_target="all_brokers", needs=("toxiproxy",),
+              check=_check_toxic, needs_for=_toxic_needs),
+        _kind("controller-failover", "kill, pause or isolate the active controller and "
+              "record its successor", ControllerFailoverParams, NONE,
+              lambda s, p: ControllerFailover(p.method, wait_for_new_s=p.wait_for_new_s)),
+        _kind("zk-session-expiry", "silence the target past its ZooKeeper session timeout",
+              ZkExpiryParams, OPTIONAL, lambda s, p: ZkSessionExpiry(
+                  s, p.method, session_timeout_ms=p.session_timeout_ms, margin_s=p.margin_s),
+              default_target="random_broker", needs=("zookeeper",), self_healing=True),
+        _kind("rolling-restart", "restart the target nodes one at a time, full ISR between",
+              RollingRestartParams, OPTIONAL, lambda s, p: RollingRestart(
+                  HARD if p.signal == "hard" else CLEAN, s, isr_timeout_s=p.isr_timeout_s,
+                  down_s=p.down_s, stop_timeout_s=p.stop_timeout_s),
+              default_target="all_brokers", self_healing=True),
+        _kind("rolling-upgrade", "re-create every node on another Kafka version, one at a "
+              "time, then raise the metadata version", RollingUpgradeParams, NONE,
+              lambda s, p: RollingUpgrade(p.to_version, release_version=p.release_version,
+                                          isr_timeout_s=p.isr_timeout_s),
+              needs=("replaceable",), self_healing=True, check=_check_upgrade),
+    ]
+    return {k.name: k for k in kinds}
+
+
+KINDS: dict[str, FaultKind] = _kinds()
+
+
+# -- building and validating -----------------------------------------------------------
+def kind_of(kind: Any, where: str) -> FaultKind:
+    if isinstance(kind, str) and kind in KINDS:
+        return KINDS[kind]
+    close = difflib.get_close_matches(str(kind), list(KINDS), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise SpecError(f"{where}.fault", f"unknown fault kind {kind!r}",
+                    f"{hint}use one of {', '.join(KINDS)}")
+
+
+def _loc_path(loc: tuple) -> str:
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in loc)
+
+
+def _params_error(fk: FaultKind, err: ValidationError, where: str) -> SpecError:
+    e = err.errors()[0]
+    field = f"{where}.params{_loc_path(e['loc'])}"
+    fields = ", ".join(fk.params.model_fields)
+    if e["type"] == "extra_forbidden":
+        return SpecError(field, f"{fk.name} has no parameter {e['loc'][-1]!r}",
+                         f"use one of {fields}" if fields else f"{fk.name} takes no params")
+    if e["type"] == "missing":
+        return SpecError(field, f"is required for {fk.name}")
+    if e["type"] == "literal_error":
+        return SpecError(field, f"{e['input']!r} is not allowed",
+                         f"use one of {e['ctx']['expected']}")
+    return SpecError(field, f"{e['msg']}, got {e['input']!r}")
+
+
+def parse_params(kind: str, params: dict | None, where: str) -> BaseModel:
+    fk = kind_of(kind, where)
+    if params is not None and not isinstance(params, dict):
+        raise SpecError(f"{where}.params", f"must be a mapping, got {params!r}",
+                        f"use keys of {', '.join(fk.params.model_fields) or 'none'}")
+    try:
+        return fk.params.model_validate(params or {})
+    except ValidationError as e:
+        raise _params_error(fk, e, where) from None
+
+
+def _resolve(kind: str, target_spec: Any, params: dict | None,
+             where: str) -> tuple[FaultKind, Selector | None, BaseModel]:
+    fk = kind_of(kind, where)
+    model = parse_params(kind, params, where)
+    if fk.target == NONE and target_spec is not None:
+        raise SpecError(f"{where}.target", f"{fk.name} takes no target", "remove the target")
+    if fk.target == REQUIRED and target_spec is None:
+        raise SpecError(f"{where}.target", f"{fk.name} needs a target",
+                        "e.g. target: {leader_of: {topic: t, partition: 0}} or random_broker")
+    spec = target_spec if target_spec is not None else fk.default_target
+    selector = parse_selector(spec, f"{where}.target") if spec is not None else None
+    if fk.check is not None:
+        fk.check(target_spec, model, where)
+    return fk, selector, model
+
+
+def make_fault(kind: str, target_spec: Any, params: dict | None, where: str) -> BaseFault:
+    """A fresh fault of `kind` aimed at `target_spec`; SpecError naming the field if bad."""
+    fk, selector, model = _resolve(kind, target_spec, params, where)
+    return fk.build(selector, model)
+
+
+def validate_fault(kind: str, target_spec: Any, params: dict | None, where: str) -> None:
+    """The checks of make_fault, with no fault built."""
+    _resolve(kind, target_spec, params, where)
+
+
+def fault_needs(kind: str, params: dict | None = None, where: str = "fault") -> frozenset[str]:
+    """What a fault of `kind` with these params needs from the cluster (subset of NEEDS)."""
+    fk = kind_of(kind, where)
+    extra = fk.needs_for(parse_params(kind, params, where)) if fk.needs_for else frozenset()
+    return fk.needs | extra
+
+
+# -- nemesis presets -------------------------------------------------------------------
+class Preset(NamedTuple):
+    kind: str
+    target: Any
+    params: dict
+
+
+TOPIC, PARTITION = "$topic", "$partition"      # filled in by preset()
+_AT = {"topic": TOPIC, "partition": PARTITION}
+LEADER = {"leader_of": _AT}
+FOLLOWER = {"one_follower_of": _AT}
+
+PRESETS: dict[str, Preset] = {
+    "kill-leader": Preset("kill", LEADER, {}),
+    "kill-follower": Preset("kill", FOLLOWER, {}),
+    "kill-broker": Preset("kill", "random_broker", {}),
+    "terminate-leader": Preset("terminate", LEADER, {}),
+    "terminate-broker": Preset("terminate", "random_broker", {}),
+    "bounce-leader": Preset("bounce", LEADER, {"times": 2, "interval_s": 3}),
+    "bounce-leader-hard": Preset("bounce-hard", LEADER, {"times": 2, "interval_s": 3}),
+    "controller-kill": Preset("controller-failover", None, {"method": "kill"}),
+    "controller-pause": Preset("controller-failover", None, {"method": "pause"}),
+    "controller-isolate": Preset("controller-failover", None, {"method": "isolate"}),
+    "partition-isolate-broker": Preset("partition", "random_broker", {"shape": "isolate"}),
+    "partition-halves": Preset("partition", None, {"shape": "halves"}),
+    "partition-ring": Preset("partition", None, {"shape": "ring"}),
+    "partition-bridge": Preset("partition", None, {"shape": "bridge"}),
+    "partition-leader": Preset("partition", LEADER, {"shape": "isolate"}),
+    "partition-follower": Preset("partition", FOLLOWER, {"shape": "isolate"}),
+    "partition-clients": Preset("partition", None, {"shape": "cut-clients"}),
+    "pause-leader": Preset("pause", LEADER, {}),
+    "pause-follower": Preset("pause", FOLLOWER, {}),
+    "sigstop-leader": Preset("sigstop", LEADER, {}),
+    "pause-controller": Preset("pause", "active_controller", {}),
+    "disk-full-leader": Preset("disk-full", LEADER, {}),
+    "log-dir-unwritable-leader": Preset("log-dir-unwritable", LEADER, {}),
+    "latency-leader": Preset("toxic", LEADER,
+                             {"type": "latency", "latency_ms": 500, "jitter_ms": 100}),
+    "bandwidth-leader": Preset("toxic", LEADER, {"type": "bandwidth", "rate_kb_s": 64}),
+    "timeout-leader": Preset("toxic", LEADER, {"type": "timeout", "timeout_ms": 0}),
+    "reset-peer-clients": Preset("toxic", "all_brokers", {"type": "reset_peer"}),
+    "latency-replication": Preset("toxic", "all_brokers", {
+        "type": "latency", "latency_ms": 300, "jitter_ms": 50, "listeners": ["replication"]}),
+    "zk-session-expiry": Preset("zk-session-expiry", "random_broker", {"method": "pause"}),
+    "rolling-restart": Preset("rolling-restart", None, {"signal": "clean"}),
+    "rolling-restart-hard": Preset("rolling-restart", None, {"signal": "hard"}),
+    "rolling-upgrade": Preset("rolling-upgrade", None, {"to_version": "4"}),
+}
+
+
+def _fill(value: Any, topic: str, partition: int) -> Any:
+    if value == TOPIC:
+        return topic
+    if value == PARTITION:
+        return partition
+    if isinstance(value, dict):
+        return {k: _fill(v, topic, partition) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_fill(v, topic, partition) for v in value]
+    return value
+
+
+def preset_of(name: str, where: str = "nemesis.kinds") -> Preset:
+    if name in PRESETS:
+        return PRESETS[name]
+    close = difflib.get_close_matches(str(name), list(PRESETS), n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise SpecError(where, f"unknown fault kind {name!r}", f"{hint}use one of {', '.join(PRESETS)}")
+
+
+def preset(name: str, topic: str, partition: int = 0) -> Preset:
+    """The preset's kind, target and params aimed at `topic`-`partition` (fresh copies)."""
+    p = preset_of(name)
+    return Preset(p.kind, _fill(p.target, topic, partition), _fill(p.params, topic, partition))
+
+
+def needs_of_preset(name: str) -> frozenset[str]:
+    p = preset_of(name)
+    return fault_needs(p.kind, p.params, where=f"preset {name}")
+
+
+def _build_preset(name: str, topic: str, partition: int) -> BaseFault:
+    return make_fault(*preset(name, topic, partition), where=f"preset {name}")
 
 
 def catalog(topic: str, partition: int = 0) -> dict[str, Callable[[], BaseFault]]:
-    leader = sel.leader_of(topic, partition)
-    follower = sel.one_follower_of(topic, partition)
-    return {
-        "kill-leader": lambda: Kill(leader, HARD),
-        "kill-follower": lambda: Kill(follower, HARD),
-        "kill-broker": lambda: Kill(sel.random_broker, HARD),
-        "terminate-leader": lambda: Kill(leader, CLEAN),
-        "terminate-broker": lambda: Kill(sel.random_broker, CLEAN),
-        "bounce-leader": lambda: Bounce(leader, CLEAN, times=2, interval_s=3, reselect=True),
-        "bounce-leader-hard": lambda: Bounce(leader, HARD, times=2, interval_s=3, reselect=True),
-        "controller-kill": lambda: ControllerFailover("kill"),
-        "controller-pause": lambda: ControllerFailover("pause"),
-        "controller-isolate": lambda: ControllerFailover("isolate"),
-        "partition-isolate-broker": lambda: network.Partition(network.isolate(sel.random_broker)),
-        "partition-halves": lambda: network.Partition(network.halves()),
-        "partition-ring": lambda: network.Partition(network.ring()),
-        "partition-bridge": lambda: network.Partition(network.bridge()),
-        "partition-leader": lambda: network.Partition(network.isolate_leader(topic, partition)),
-        "partition-clients": lambda: network.Partition(network.cut_clients()),
-        "pause-leader": lambda: Pause(leader, DOCKER),
-        "sigstop-leader": lambda: Pause(leader, SIGSTOP),
-        "pause-controller": lambda: Pause(sel.active_controller, DOCKER),
-        "disk-full-leader": lambda: DiskFull(leader),
-        "zk-session-expiry": lambda: ZkSessionExpiry(sel.random_broker, "pause"),
-        "rolling-restart": lambda: RollingRestart(CLEAN),
-    }
+    """Every preset as a factory of fresh faults aimed at `topic`-`partition`."""
+    return {name: functools.partial(_build_preset, name, topic, partition) for name in PRESETS}
 
 
 def fault_factory(topic: str, partition: int = 0) -> Callable[[str, FaultContext], BaseFault]:
-    kinds = catalog(topic, partition)
-
-    def make_fault(kind: str, ctx: FaultContext) -> BaseFault:
-        if kind not in kinds:
-            raise SpecError("nemesis.kinds", f"unknown fault kind {kind!r}",
-                            f"use one of {', '.join(sorted(kinds))}")
-        return kinds[kind]()
-    return make_fault
+    """`make_fault(kind, ctx)` for `run_schedule`: kinds are preset names."""
+    def make(kind: str, ctx: FaultContext) -> BaseFault:
+        preset_of(kind)
+        return _build_preset(kind, topic, partition)
+    return make

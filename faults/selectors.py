@@ -4,13 +4,21 @@ A selector is a small callable `(ctx) -> list[Node]`, evaluated when the fault
 is injected (so `leader_of` means the leader *at injection time*). Random
 choices use `ctx.rng`, so a seeded run picks the same way given the same
 cluster state.
+
+`parse_selector(spec, where)` turns scenario data into a selector: a bare name
+(`random_broker`) or a one-key mapping with arguments
+(`{leader_of: {topic: t, partition: 0}}`); `selector_refs(spec)` lists the
+(topic, partition) pairs a spec names, for checks before any container exists.
 """
 from __future__ import annotations
 
-from typing import Callable, Iterable
+import difflib
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, TOXIPROXY, ZOOKEEPER, Node
 from faults.base import FaultContext
+from harness.errors import SpecError
 
 Selector = Callable[[FaultContext], list[Node]]
 
@@ -138,15 +146,152 @@ def split(nodes: list[Node], ctx: FaultContext) -> tuple[list[Node], list[Node]]
     return shuffled[:size], shuffled[size:]
 
 
+def _pool_suffix(pool: Selector) -> str:
+    return "" if pool is all_nodes else f"({getattr(pool, '__name__', pool)})"
+
+
 def minority(pool: Selector = all_nodes) -> Selector:
-    return _named(lambda ctx: split(pool(ctx), ctx)[0], "minority")
+    return _named(lambda ctx: split(pool(ctx), ctx)[0], f"minority{_pool_suffix(pool)}")
 
 
 def majority(pool: Selector = all_nodes) -> Selector:
-    return _named(lambda ctx: split(pool(ctx), ctx)[1], "majority")
+    return _named(lambda ctx: split(pool(ctx), ctx)[1], f"majority{_pool_suffix(pool)}")
 
 
 def exclude_role(pool: Selector, role: str) -> Selector:
     return _named(lambda ctx: [n for n in pool(ctx) if n.role != role],
                   f"exclude_role({role})")
 
+
+
+# -- selectors as data (scenario YAML) ---------------------------------------------
+BARE_SELECTORS: dict[str, Selector] = {
+    "active_controller": active_controller, "quorum_leader": quorum_leader,
+    "zookeeper_leader": zookeeper_leader, "random_broker": random_broker,
+    "all_brokers": all_brokers, "all_nodes": all_nodes, "kafka_nodes": kafka_nodes,
+    "controllers": controllers, "zookeepers": zookeepers,
+    "minority": minority(), "majority": majority(),
+}
+PARTITION_SELECTORS = ("leader_of", "followers_of", "one_follower_of")
+# Mapping forms and how to write them (for error messages).
+SELECTOR_FORMS: dict[str, str] = {
+    **{name: f"{{{name}: {{topic: <topic>, partition: 0}}}}" for name in PARTITION_SELECTORS},
+    "node": "{node: kafka-1} or {node: 2}",
+    "minority": "{minority: {pool: <selector>}}",
+    "majority": "{majority: {pool: <selector>}}",
+    "random_of": "{random_of: {pool: <selector>, count: 2}}",
+}
+SELECTOR_NAMES: tuple[str, ...] = tuple(sorted(set(BARE_SELECTORS) | set(SELECTOR_FORMS)))
+
+
+def _unknown(name: Any, where: str) -> SpecError:
+    close = difflib.get_close_matches(str(name), SELECTOR_NAMES, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    return SpecError(where, f"unknown selector {name!r}",
+                     f"{hint}use one of {', '.join(SELECTOR_NAMES)}")
+
+
+def _args(args: Any, where: str, name: str, allowed: tuple[str, ...]) -> dict:
+    """A selector's argument mapping (None: no arguments), with no unknown keys."""
+    if args is None:
+        return {}
+    if not isinstance(args, dict):
+        raise SpecError(where, f"arguments must be a mapping of {', '.join(allowed)}, "
+                               f"got {args!r}", f"write {SELECTOR_FORMS[name]}")
+    for key in args:
+        if key not in allowed:
+            raise SpecError(f"{where}.{key}", f"unknown argument {key!r}",
+                            f"use {', '.join(allowed)}")
+    return args
+
+
+def _int_arg(args: dict, key: str, where: str, default: int, minimum: int) -> int:
+    value = args.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise SpecError(f"{where}.{key}", f"must be an integer >= {minimum}, got {value!r}")
+    return value
+
+
+def _topic_partition(args: Any, where: str, name: str) -> tuple[str, int]:
+    args = _args(args, where, name, ("topic", "partition"))
+    topic = args.get("topic")
+    if not isinstance(topic, str) or not topic:
+        problem = "is required" if topic is None else f"must be a topic name, got {topic!r}"
+        raise SpecError(f"{where}.topic", problem, "name one of the scenario's topics")
+    return topic, _int_arg(args, "partition", where, default=0, minimum=0)
+
+
+def _parse_node(args: Any, where: str) -> Selector:
+    if isinstance(args, bool) or not isinstance(args, (str, int)) or args == "":
+        raise SpecError(where, f"must be a node name or id, got {args!r}",
+                        f"write {SELECTOR_FORMS['node']}")
+    return node(args)
+
+
+def _parse_split(side: Callable[[Selector], Selector], name: str) -> Callable[[Any, str], Selector]:
+    def parse(args: Any, where: str) -> Selector:
+        args = _args(args, where, name, ("pool",))
+        pool = parse_selector(args["pool"], f"{where}.pool") if "pool" in args else all_nodes
+        return side(pool)
+    return parse
+
+
+def _parse_random_of(args: Any, where: str) -> Selector:
+    args = _args(args, where, "random_of", ("pool", "count"))
+    if "pool" not in args:
+        raise SpecError(f"{where}.pool", "is required", f"write {SELECTOR_FORMS['random_of']}")
+    pool = parse_selector(args["pool"], f"{where}.pool")
+    return random_of(pool, _int_arg(args, "count", where, default=1, minimum=1))
+
+
+_PARSERS: dict[str, Callable[[Any, str], Selector]] = {
+    "leader_of": lambda a, w: leader_of(*_topic_partition(a, w, "leader_of")),
+    "followers_of": lambda a, w: followers_of(*_topic_partition(a, w, "followers_of")),
+    "one_follower_of": lambda a, w: one_follower_of(*_topic_partition(a, w, "one_follower_of")),
+    "node": _parse_node,
+    "minority": _parse_split(minority, "minority"),
+    "majority": _parse_split(majority, "majority"),
+    "random_of": _parse_random_of,
+}
+
+
+def parse_selector(spec: Any, where: str) -> Selector:
+    """A selector from scenario data; SpecError naming `where` (and the argument) if bad.
+    A selector (a callable) passes through unchanged."""
+    if callable(spec):
+        return spec
+    if isinstance(spec, str):
+        if spec in BARE_SELECTORS:
+            return BARE_SELECTORS[spec]
+        if spec in SELECTOR_FORMS:
+            raise SpecError(where, f"selector {spec!r} needs arguments",
+                            f"write {SELECTOR_FORMS[spec]}")
+        raise _unknown(spec, where)
+    if isinstance(spec, dict):
+        if len(spec) != 1:
+            raise SpecError(where, f"a selector mapping has exactly one key, got "
+                                   f"{sorted(map(str, spec)) or 'none'}",
+                            "e.g. {leader_of: {topic: t, partition: 0}}")
+        (name, args), = spec.items()
+        if name not in _PARSERS:
+            raise _unknown(name, where)
+        return _PARSERS[name](args, f"{where}.{name}")
+    raise SpecError(where, f"a selector is a name or a one-key mapping, got {spec!r}",
+                    "e.g. random_broker or {leader_of: {topic: t, partition: 0}}")
+
+
+def selector_refs(spec: Any) -> list[tuple[str, int]]:
+    """The (topic, partition) pairs a selector spec names, pools included, so a
+    scenario can be checked against its topics before any container exists.
+    Malformed parts name nothing here (parse_selector reports them)."""
+    if not isinstance(spec, dict) or len(spec) != 1:
+        return []
+    (name, args), = spec.items()
+    if not isinstance(args, dict):
+        return []
+    if name in PARTITION_SELECTORS:
+        topic, partition = args.get("topic"), args.get("partition", 0)
+        if isinstance(topic, str) and isinstance(partition, int) and not isinstance(partition, bool):
+            return [(topic, partition)]
+        return []
+    return selector_refs(args.get("pool"))

@@ -1,11 +1,13 @@
+import functools
 import random
 
 import pytest
+from test_fault_fakes import FakeCluster
 
-from clusters.api import PartitionState
+from clusters.api import ExecResult, PartitionState
 from faults import selectors as sel
 from faults.base import FaultContext
-from test_fault_fakes import FakeCluster
+from harness.errors import SpecError
 
 
 @pytest.fixture
@@ -72,9 +74,103 @@ def test_zookeeper_leader_reads_srvr_mode(tmp_path):
     cluster = FakeCluster(tmp_path, brokers=1, zookeepers=3)
     outputs = {"zk-1": "Mode: follower", "zk-2": "Mode: leader", "zk-3": "Mode: follower"}
     for zk in cluster.nodes("zookeeper"):
-        zk.exec = (lambda out: lambda cmd, user="root": type(
-            "R", (), {"exit_code": 0, "output": f"Zookeeper version: 3.8\n{out}\n"})())(
-            outputs[zk.name])
+        out = f"Zookeeper version: 3.8\n{outputs[zk.name]}\n"
+        zk.exec = functools.partial(lambda text, cmd, user="root": ExecResult(0, text), out)
     ctx = FaultContext(cluster=cluster)
     assert names(sel.zookeeper_leader(ctx)) == ["zk-2"]
     assert names(sel.quorum_leader(ctx)) == ["zk-2"]          # ZooKeeper mode: ZK leader
+
+
+# -- selectors as data -------------------------------------------------------------------
+PARSED = [
+    ("random_broker", "random_broker"),
+    ("all_brokers", "all_brokers"),
+    ("minority", "minority"),
+    ({"leader_of": {"topic": "t", "partition": 0}}, "leader_of('t', 0)"),
+    ({"leader_of": {"topic": "t"}}, "leader_of('t', 0)"),
+    ({"followers_of": {"topic": "t", "partition": 0}}, "followers_of('t', 0)"),
+    ({"one_follower_of": {"topic": "t", "partition": 0}}, "one_follower_of('t', 0)"),
+    ({"node": "kafka-4"}, "node('kafka-4')"),
+    ({"node": 4}, "node(4)"),
+    ({"minority": {"pool": "all_brokers"}}, "minority(all_brokers)"),
+    ({"majority": None}, "majority"),
+    ({"random_of": {"pool": {"followers_of": {"topic": "t"}}, "count": 2}},
+     "random_of(followers_of('t', 0), 2)"),
+]
+
+
+@pytest.mark.parametrize("spec,name", PARSED, ids=[p[1] for p in PARSED])
+def test_parse_selector_builds_a_named_selector(ctx, spec, name):
+    selector = sel.parse_selector(spec, "x.target")
+    assert selector.__name__ == name
+    assert selector(ctx)                      # selects at least one node on the fake cluster
+
+
+def test_parsed_selectors_select_what_they_name(ctx):
+    parse = sel.parse_selector
+    assert names(parse({"leader_of": {"topic": "t", "partition": 0}}, "x")(ctx)) == ["kafka-3"]
+    assert names(parse({"followers_of": {"topic": "t"}}, "x")(ctx)) == ["kafka-1", "kafka-5"]
+    assert names(parse({"node": 4}, "x")(ctx)) == ["kafka-4"]
+    assert names(parse("active_controller", "x")(ctx)) == ["kafka-2"]
+    two = parse({"random_of": {"pool": {"followers_of": {"topic": "t"}}, "count": 2}}, "x")(ctx)
+    assert sorted(names(two)) == ["kafka-1", "kafka-5"]
+    assert len(parse({"minority": {"pool": "all_brokers"}}, "x")(ctx)) == 2
+    assert parse(sel.random_broker, "x") is sel.random_broker   # a selector passes through
+
+
+def test_every_bare_name_parses():
+    for name in sel.BARE_SELECTORS:
+        assert sel.parse_selector(name, "x").__name__ == name
+
+
+# (spec, field named, text in the message)
+BAD = [
+    ("leadr_of", "t", "unknown selector 'leadr_of'"),
+    ("leadr_of", "t", "did you mean 'leader_of'"),
+    ({"leadr_of": {"topic": "t"}}, "t", "use one of active_controller, all_brokers"),
+    ("leader_of", "t", "needs arguments"),
+    ("random_of", "t", "{random_of: {pool: <selector>, count: 2}}"),
+    ({"leader_of": {}}, "t.leader_of.topic", "is required"),
+    ({"leader_of": None}, "t.leader_of.topic", "is required"),
+    ({"leader_of": {"topic": ""}}, "t.leader_of.topic", "must be a topic name"),
+    ({"leader_of": {"topic": 7}}, "t.leader_of.topic", "must be a topic name, got 7"),
+    ({"leader_of": {"topic": "t", "partition": -1}}, "t.leader_of.partition", ">= 0"),
+    ({"leader_of": {"topic": "t", "partition": True}}, "t.leader_of.partition", "integer"),
+    ({"followers_of": {"topic": "t", "partiton": 1}}, "t.followers_of.partiton",
+     "unknown argument 'partiton'"),
+    ({"one_follower_of": "t"}, "t.one_follower_of", "must be a mapping of topic, partition"),
+    ({"node": None}, "t.node", "node name or id"),
+    ({"node": ["kafka-1"]}, "t.node", "node name or id"),
+    ({"minority": {"pool": "brokers"}}, "t.minority.pool", "unknown selector 'brokers'"),
+    ({"majority": {"size": 2}}, "t.majority.size", "unknown argument"),
+    ({"random_of": {"count": 2}}, "t.random_of.pool", "is required"),
+    ({"random_of": {"pool": "all_nodes", "count": 0}}, "t.random_of.count", ">= 1"),
+    ({"random_of": {"pool": {"leader_of": {"topic": "t", "partition": "p"}}}},
+     "t.random_of.pool.leader_of.partition", "integer"),
+    ({"leader_of": {"topic": "t"}, "node": 1}, "t", "exactly one key"),
+    ({}, "t", "exactly one key"),
+    (3, "t", "a name or a one-key mapping"),
+    (None, "t", "a name or a one-key mapping"),
+]
+
+
+@pytest.mark.parametrize("spec,field,text", BAD, ids=[f"{b[1]}:{b[2][:20]}" for b in BAD])
+def test_bad_selector_names_the_field(spec, field, text):
+    with pytest.raises(SpecError) as e:
+        sel.parse_selector(spec, "t")
+    assert e.value.field == field
+    assert str(e.value).startswith(f"{field}: ") and text in str(e.value)
+
+
+@pytest.mark.parametrize("spec,refs", [
+    ("random_broker", []),
+    ({"node": 1}, []),
+    ({"leader_of": {"topic": "a", "partition": 3}}, [("a", 3)]),
+    ({"one_follower_of": {"topic": "a"}}, [("a", 0)]),
+    ({"random_of": {"pool": {"followers_of": {"topic": "b", "partition": 1}}}}, [("b", 1)]),
+    ({"minority": {"pool": {"majority": {"pool": {"leader_of": {"topic": "c"}}}}}}, [("c", 0)]),
+    ({"leader_of": {"partition": 1}}, []),                  # malformed: parse_selector reports it
+    ({"leader_of": "a"}, []),
+])
+def test_selector_refs(spec, refs):
+    assert sel.selector_refs(spec) == refs
