@@ -37,7 +37,8 @@ class PartitionState:
 
 @runtime_checkable
 class Node(Protocol):
-    name: str                   # container name, unique per cluster
+    name: str                   # network alias and hostname, unique per cluster (not the
+                                # container's name: DockerNode.container_name)
     role: str                   # one of the roles above
     node_id: int | None         # Kafka broker/controller id, or ZooKeeper myid
 

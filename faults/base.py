@@ -169,6 +169,20 @@ class FaultError(RuntimeError):
     """A fault could not be injected or healed as asked."""
 
 
+def container_status(node: Node) -> str | None:
+    """'running', 'paused', 'exited' … from the node's own container, or None for a
+    node that cannot say. Asked of the node object (DockerNode.status() reloads the
+    container it made), never looked up by `node.name`: that is the node's network
+    alias (`kafka-1`), not its container's name (`kh-<run>-<cluster>-kafka-1`)."""
+    status = getattr(node, "status", None)
+    if status is None:
+        return None
+    try:
+        return status()
+    except Exception:  # noqa: BLE001 - a node that cannot answer: the caller decides
+        return None
+
+
 def sh(node: Node, script: str, check: bool = True) -> str:
     """Run a shell script in a node's container as root; return its output."""
     result = node.exec(["sh", "-c", script])

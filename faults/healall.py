@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from clusters.api import BROKER_ROLES, TOXIPROXY, Node
-from faults.base import FaultContext, sh
+from faults.base import FaultContext, container_status, sh
 from faults.disk import filler_path, host_mount_of, mount_is_readonly, remount
 from faults.network import CHAIN, flush_script, rules_on
 from faults.pause import unfreeze
@@ -155,18 +155,6 @@ def heal_all_on_exit(ctx: FaultContext) -> Iterator[FaultContext]:
 
 
 # -- what is still in effect ------------------------------------------------
-def _docker_paused(name: str) -> bool | None:
-    try:
-        import docker
-        client = docker.from_env()
-        try:
-            return bool(client.containers.get(name).attrs["State"].get("Paused"))
-        finally:
-            client.close()
-    except Exception:  # noqa: BLE001 - not a Docker node (fakes) or no Docker
-        return None
-
-
 def _node_leftovers(node: Node, log_dir: str) -> list[str]:
     found = [f"{node.name}: iptables {r}" for r in rules_on(node)]
     stopped = sh(node, "ps -o stat= -C java | grep -c '^T' || true", check=False).strip()
@@ -187,13 +175,16 @@ def leftovers(ctx: FaultContext) -> list[str]:
     """Human-readable list of fault effects still present; empty when clean."""
     found: list[str] = []
     for node in _fault_nodes(ctx):
-        if _docker_paused(node.name):
-            found.append(f"{node.name}: container paused")
-            continue
         mount = host_mount_of(ctx, node)
         if mount is not None and mount_is_readonly(mount):
             found.append(f"{node.name}: log dir mount {mount} read-only")
+        status = container_status(node)
+        if status == "paused":
+            # Reported, not skipped; nothing can be exec'd in a frozen container.
+            found.append(f"{node.name}: container paused")
+            continue
         if not node.is_running():
+            found.append(f"{node.name}: container {status or 'not running'}")
             continue
         try:
             found += _node_leftovers(node, ctx.log_dir)

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from clusters.api import Node
-from faults.base import BaseFault, FaultContext, FaultError, sh
+from faults.base import BaseFault, FaultContext, FaultError, container_status, sh
 from faults.selectors import Selector, all_brokers, all_nodes, split
 
 CHAIN = "HARNESS"
@@ -206,7 +206,8 @@ class Partition(BaseFault):
                 sh(node, remove_script(sources))
             except Exception as e:  # noqa: BLE001
                 # A stopped container has a fresh namespace on start: nothing to remove.
-                if node.is_running():
+                # A paused one keeps its rules (and is not "running"): that is a failure.
+                if node.is_running() or container_status(node) == "paused":
                     failures.append(f"{name}: {e}")
         if failures:
             raise FaultError("could not remove partition rules: " + "; ".join(failures))

@@ -128,8 +128,14 @@ class FakeNode:
             raise RuntimeError(f"container {self.name} is not paused")
         self.paused = False
 
+    def status(self) -> str:
+        """As DockerNode.status(): a paused container is not 'running'."""
+        if not self.running:
+            return "exited"
+        return "paused" if self.paused else "running"
+
     def is_running(self) -> bool:
-        return self.running
+        return self.status() == "running"
 
     def exec(self, cmd, user: str = "root") -> ExecResult:
         script = cmd if isinstance(cmd, str) else cmd[-1]

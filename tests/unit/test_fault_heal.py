@@ -278,3 +278,13 @@ def test_sweep_starts_a_node_a_crashed_harness_left_stopped(ctx):
     assert ctx.cluster.node(2).is_running()
     assert "kafka-2 (started)" in report.swept
     assert leftovers(ctx) == []
+
+
+def test_leftovers_reports_a_paused_or_stopped_container(ctx):
+    # A paused container is not running; it must be reported, not skipped as a stopped one.
+    ctx.cluster.node(2).pause()
+    ctx.cluster.node(3).kill()
+    assert leftovers(ctx) == ["kafka-2: container paused", "kafka-3: container exited"]
+    heal_all(ctx, "test")
+    assert not ctx.cluster.node(2).paused and ctx.cluster.node(3).is_running()
+    assert leftovers(ctx) == []
