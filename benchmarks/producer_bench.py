@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from clusters.docker_cluster import DockerCluster  # noqa: E402
 from clusters.spec import ClusterSpec  # noqa: E402
 from harness.history import read_table  # noqa: E402
-from workloads.java_clients import JavaRun, run_java_producer  # noqa: E402
+from harness.context import RunContext  # noqa: E402
+from workloads.java_clients import run_java_producer  # noqa: E402
 from workloads.producer import ProducerProcess  # noqa: E402
 from workloads.spec import ProducerSpec  # noqa: E402
 
@@ -38,8 +39,8 @@ def ours(cluster, topic: str, records: int, processes: int, run_dir: str) -> dic
     per = records // processes
     procs = [ProducerProcess(ProducerSpec(name=f"p{i}", topic=topic, records=per, acks="all",
                                           enable_idempotence=True, linger_ms=5, record_size=100),
-                             bootstrap=cluster.bootstrap_servers(), run_dir=run_dir,
-                             run_id=cluster.run_id) for i in range(processes)]
+                             RunContext(cluster.run_id, Path(run_dir), None, cluster))
+             for i in range(processes)]
     t0 = time.monotonic()
     try:
         for p in procs:
@@ -59,11 +60,9 @@ def ours(cluster, topic: str, records: int, processes: int, run_dir: str) -> dic
 
 
 def java(cluster, topic: str, records: int, run_dir: str) -> dict:
-    jr = JavaRun(image=cluster.image, network=cluster.network_name, run_id=cluster.run_id)
     t0 = time.monotonic()
-    info = run_java_producer(jr, bootstrap=cluster.bootstrap_servers(), topic=topic,
-                             run_dir=run_dir, max_messages=records, prefix=0, acks="all",
-                             config={"linger.ms": 5})
+    info = run_java_producer(RunContext(cluster.run_id, Path(run_dir), None, cluster), topic=topic,
+                             max_messages=records, prefix=0, acks="all", config={"linger.ms": 5})
     wall = time.monotonic() - t0
     span = (info["last_ack_us"] - info["startup_us"]) / 1e6
     return {"records": info["counts"]["sent"], "acked": info["counts"]["acked"],

@@ -37,6 +37,10 @@ class MetadataObserver:
         self._thread.start()
         return self
 
+    def leader(self, topic: str, partition: int) -> int | None:
+        """The leader last observed (None: none yet, or offline)."""
+        return self._leaders.get((topic, partition))
+
     def stop(self) -> None:
         self._stop.set()
         if self._thread is not None:

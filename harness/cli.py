@@ -34,8 +34,30 @@ def _images(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from harness.phases import interruption
     from verifiers.cli import verify_command
+    why = interruption(args.run_dir)
+    if why is not None:
+        # No complete drain: nothing can be said about loss, so no Spark job is started.
+        print(f"run {args.run_dir}: UNKNOWN\n  unknown: {why}")
+        return 2
     return verify_command(args.run_dir, spark_master=args.spark_master, expect=args.expect)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from harness.run_cli import run_command
+    return run_command(args)
+
+
+def _list(args: argparse.Namespace) -> int:
+    from harness.run_cli import list_command
+    return list_command()
+
+
+def _report(args: argparse.Namespace) -> int:
+    from harness.report_cmd import rerender
+    print(f"report: {rerender(args.run_dir)}")
+    return 0
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +81,27 @@ def build_parser() -> argparse.ArgumentParser:
     ib.add_argument("--version", action="append",
                     help="only this Kafka version (repeatable)")
     ib.set_defaults(func=_images)
+
+    r = sub.add_parser("run", help="run a scenario: cluster, workload, faults, verdict")
+    r.add_argument("scenario", nargs="?", default=None,
+                   help="a scenario YAML file or a built-in name (`harness list`); default: default")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set cluster.brokers=5 --set producer.acks=1")
+    r.add_argument("--seed", type=int, default=None, help="fix every random choice")
+    r.add_argument("--runs-dir", default="runs", help="where run directories go (default runs/)")
+    r.add_argument("--no-verify", action="store_true", help="store the history, do not judge it")
+    r.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
+    r.add_argument("--plain", action="store_true", help="plain progress lines, even on a terminal")
+    r.add_argument("--dry-run", action="store_true",
+                   help="validate and print the resolved scenario; start nothing")
+    r.set_defaults(func=_run)
+
+    ls = sub.add_parser("list", help="the built-in scenarios, one line each")
+    ls.set_defaults(func=_list)
+
+    rp = sub.add_parser("report", help="re-render a stored run's report/index.html")
+    rp.add_argument("run_dir")
+    rp.set_defaults(func=_report)
 
     v = sub.add_parser("verify", help="reconcile a stored run and write its report")
     v.add_argument("run_dir")

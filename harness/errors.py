@@ -9,7 +9,7 @@ class SpecError(HarnessError):
     """A spec or scenario field is invalid. The message names the field and the fix."""
 
     def __init__(self, field: str, problem: str, fix: str | None = None):
-        self.field = field
+        self.field, self.problem, self.fix = field, problem, fix
         msg = f"{field}: {problem}"
         if fix:
             msg += f" (fix: {fix})"

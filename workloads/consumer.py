@@ -18,12 +18,16 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from harness.history import EventLog, HistoryWriter, now_us
 from workloads.process import WorkerProcess, parent_gone
 from workloads.records import record_id_of
 from workloads.spec import ConsumerGroupSpec
+
+if TYPE_CHECKING:
+    from harness.context import RunContext
 
 _STRATEGY = {"eager": "range", "range": "range", "roundrobin": "roundrobin",
              "cooperative-sticky": "cooperative-sticky"}
@@ -216,10 +220,9 @@ def run_member(stop_event, parent_pid: int, spec_json: str, member: str, incarna
 class ConsumerGroup:
     """Parent-side handle: start M members, bounce/crash them, stop them all."""
 
-    def __init__(self, spec: ConsumerGroupSpec, *, bootstrap: str, run_dir: str | os.PathLike,
-                 run_id: str, events: EventLog | None = None):
-        self.spec, self.bootstrap = spec, bootstrap
-        self.run_dir, self.run_id, self.events = str(run_dir), run_id, events
+    def __init__(self, spec: ConsumerGroupSpec, run: "RunContext"):
+        self.spec, self.bootstrap = spec, run.bootstrap
+        self.run_dir, self.run_id, self.events = run.dir, run.run_id, run.events
         self._workers: dict[str, WorkerProcess] = {}
         self._incarnation: dict[str, int] = {}
 
@@ -233,9 +236,12 @@ class ConsumerGroup:
             raise RuntimeError(f"consumer {member} is already running")
         inc = self._incarnation.get(member, -1) + 1
         self._incarnation[member] = inc
+        logs = Path(self.run_dir) / "workloads"
+        logs.mkdir(parents=True, exist_ok=True)
         self._workers[member] = WorkerProcess(
             f"consumer-{member}", run_member, self.spec.model_dump_json(), member, inc,
-            self.bootstrap, self.run_dir, self.run_id).start()
+            self.bootstrap, self.run_dir, self.run_id,
+            log_path=logs / f"{self.spec.group_id}-{member}-{inc}.log").start()
 
     def members(self) -> list[str]:
         return list(self._workers)

@@ -19,13 +19,16 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from harness.history import EventLog, HistoryWriter, now_us
 from workloads.records import record_id_of
 from workloads.spec import DrainSpec
+
+if TYPE_CHECKING:
+    from harness.context import RunContext
 
 DRAIN = "drain"
 
@@ -62,8 +65,8 @@ def _end_offsets(consumer: Consumer, parts: list[_Part], timeout: float) -> None
             p.reason = f"no end offset: {e.args[0].name()}"
 
 
-def drain(spec: DrainSpec, *, bootstrap: str, run_dir: str, run_id: str,
-          events: EventLog | None = None) -> DrainResult:
+def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
+    bootstrap, run_dir, run_id, events = run.bootstrap, run.dir, run.run_id, run.events
     started = time.monotonic()
     deadline = started + spec.timeout_s
     if events:

@@ -27,13 +27,16 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from harness.errors import HarnessError
 from harness.history import EventLog, HistoryWriter, now_us
 from workloads import classify
 from workloads.producer import NO_REPORT
 from workloads.records import java_producer_name, record_id_of
+
+if TYPE_CHECKING:
+    from harness.context import RunContext
 
 TOOLS = "org.apache.kafka.tools"
 CLASSPATH = "/opt/kafka/libs/*"
@@ -253,11 +256,18 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
             "seconds": time.monotonic() - started}
 
 
-def run_java_producer(run: JavaRun, *, bootstrap: str, topic: str, run_dir: str, max_messages: int,
+def java_run_of(run: "RunContext") -> JavaRun:
+    """Our Kafka image on the run's cluster network."""
+    return JavaRun(image=run.cluster.image, network=run.cluster.network_name, run_id=run.run_id)
+
+
+def run_java_producer(run: "RunContext", *, topic: str, max_messages: int,
                       prefix: int = 0, acks: str = "all", throughput: int = -1,
-                      config: dict[str, Any] | None = None, events: EventLog | None = None,
-                      timeout_s: float = 600) -> dict[str, Any]:
+                      config: dict[str, Any] | None = None, timeout_s: float = 600,
+                      should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Run VerifiableProducer for max_messages records; returns counts and timing."""
+    bootstrap, run_dir, events = run.bootstrap, run.dir, run.events
+    jrun = java_run_of(run)
     if max_messages < 1:
         raise HarnessError("run_java_producer needs max_messages >= 1 (we must know what was sent)")
     name = java_producer_name(prefix)
@@ -273,8 +283,9 @@ def run_java_producer(run: JavaRun, *, bootstrap: str, topic: str, run_dir: str,
         events.emit("client", "producer-start", name, tool="VerifiableProducer",
                     max_messages=max_messages)
     try:
-        info = _run_tool(run, name, "VerifiableProducer", args, conf, "--producer.config",
-                         Path(run_dir) / "workloads" / f"java-{name}", conv.feed, timeout_s)
+        info = _run_tool(jrun, name, "VerifiableProducer", args, conf, "--producer.config",
+                         Path(run_dir) / "workloads" / f"java-{name}", conv.feed, timeout_s,
+                         should_stop)
     finally:
         counts = conv.finish()
         writer.close()
@@ -286,12 +297,14 @@ def run_java_producer(run: JavaRun, *, bootstrap: str, topic: str, run_dir: str,
     return info
 
 
-def run_java_consumer(run: JavaRun, *, bootstrap: str, topic: str, group_id: str, run_dir: str,
+def run_java_consumer(run: "RunContext", *, topic: str, group_id: str,
                       name: str = "jc0", max_messages: int = -1, isolation: str = "read_uncommitted",
                       auto_commit: bool = False, config: dict[str, Any] | None = None,
-                      events: EventLog | None = None, timeout_s: float = 600,
+                      timeout_s: float = 600,
                       should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Run VerifiableConsumer (verbose) until max_messages or should_stop()/timeout."""
+    bootstrap, run_dir, events = run.bootstrap, run.dir, run.events
+    jrun = java_run_of(run)
     wn = f"{name}-{uuid.uuid4().hex[:6]}"
     consumed = HistoryWriter(run_dir, "consumed", run.run_id, writer_name=wn, flush_rows=20000,
                              flush_seconds=1.0)
@@ -303,7 +316,7 @@ def run_java_consumer(run: JavaRun, *, bootstrap: str, topic: str, group_id: str
         args.append("--enable-autocommit")
     conf = {"isolation.level": isolation, **(config or {})}
     try:
-        info = _run_tool(run, name, "VerifiableConsumer", args, conf, "--consumer.config",
+        info = _run_tool(jrun, name, "VerifiableConsumer", args, conf, "--consumer.config",
                          Path(run_dir) / "workloads" / f"java-{name}", conv.feed, timeout_s,
                          should_stop)
     finally:

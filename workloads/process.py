@@ -21,14 +21,28 @@ _LIVE: "set[WorkerProcess]" = set()      # strong refs: a dropped handle is stil
 _LIVE_LOCK = threading.Lock()
 
 
-class WorkerProcess:
-    """A child process running `target(stop_event, parent_pid, *args)`."""
+def _child_main(log_path: str | None, target: Callable[..., Any], *args: Any) -> None:
+    """Child entry: the client library's own log lines (librdkafka writes them to
+    stderr) go to a file in the run dir, not over the harness's progress display."""
+    if log_path is not None:
+        fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        os.close(fd)
+    target(*args)
 
-    def __init__(self, name: str, target: Callable[..., Any], *args: Any):
+
+class WorkerProcess:
+    """A child process running `target(stop_event, parent_pid, *args)`; its stdout and
+    stderr go to `log_path` when given."""
+
+    def __init__(self, name: str, target: Callable[..., Any], *args: Any,
+                 log_path: str | os.PathLike | None = None):
         self.name = name
         self.stop_event = _CTX.Event()
-        self._proc = _CTX.Process(target=target, name=name, daemon=True,
-                                  args=(self.stop_event, os.getpid(), *args))
+        self._proc = _CTX.Process(target=_child_main, name=name, daemon=True,
+                                  args=(str(log_path) if log_path else None, target,
+                                        self.stop_event, os.getpid(), *args))
 
     @property
     def pid(self) -> int | None:

@@ -30,7 +30,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -40,6 +40,9 @@ from workloads import classify
 from workloads.process import WorkerProcess, parent_gone
 from workloads.records import ValueMaker, key_for, seq_of_value
 from workloads.spec import ProducerSpec
+
+if TYPE_CHECKING:
+    from harness.context import RunContext
 
 INTENT = struct.Struct("<qqqq")      # first_seq, count, send_ts_us, txn_seq (-1: none)
 SEND_BATCH = 1000                     # seqs per intent entry when unthrottled
@@ -338,15 +341,14 @@ def reconcile_run(run_dir: str | os.PathLike) -> list[ReconcileResult]:
 class ProducerProcess:
     """Parent-side handle of one producer process."""
 
-    def __init__(self, spec: ProducerSpec, *, bootstrap: str, run_dir: str | os.PathLike,
-                 run_id: str, events: EventLog | None = None):
+    def __init__(self, spec: ProducerSpec, run: "RunContext"):
         self.spec = spec
-        self.run_dir = str(run_dir)
-        self.run_id = run_id
-        self.bootstrap = bootstrap
-        self.events = events
+        self.run_dir = run.dir
+        self.run_id = run.run_id
+        self.bootstrap = run.bootstrap
+        self.events = run.events
         self.writer_name = f"{spec.name}-{uuid.uuid4().hex[:8]}"
-        work = Path(run_dir) / "workloads"
+        work = Path(self.run_dir) / "workloads"
         work.mkdir(parents=True, exist_ok=True)
         self.intent_path = work / f"{self.writer_name}.intent"
         self.result: ReconcileResult | None = None
@@ -371,7 +373,8 @@ class ProducerProcess:
                 update={"transactional_id": self.txn_id})}).model_dump_json()
         self._worker = WorkerProcess(f"producer-{self.spec.name}", run_producer, spec_json,
                                      self.bootstrap, self.run_dir, self.run_id,
-                                     self.writer_name, str(self.intent_path)).start()
+                                     self.writer_name, str(self.intent_path),
+                                     log_path=self.intent_path.with_suffix(".log")).start()
         self._event("producer-start", pid=self._worker.pid)
         return self
 

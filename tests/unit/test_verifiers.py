@@ -109,24 +109,35 @@ def test_derived_metrics():
     assert v.failures == ("max_recovery_s: ∞ > 60 (no successful ack after pause)",)
 
 
-def test_facts_from_scenario():
-    facts, src = derive_facts({
-        "producer": {"enable_idempotence": True, "acks": "all"},
-        "topic": {"config": {"min.insync.replicas": "2"}},
-        "consumer": {"config": {"enable.auto.commit": "false"}}})
-    assert facts == {"idempotent": True, "transactional": None, "acks_all": True,
+def test_facts_from_the_scenario_model():
+    base = {"topics": [{"name": "t", "configs": {"min.insync.replicas": 2}}],
+            "workload": {"producers": [{"topic": "t"}], "consumers": [{"topics": ["t"]}]}}
+    facts, src = derive_facts(base)
+    assert facts == {"idempotent": True, "transactional": False, "acks_all": True,
                      "min_isr_2": True, "clean_elections": True,
                      "commit_after_processing": True, "durable": True}
-    assert src["idempotent"] == "scenario.yaml producer.enable_idempotence"
-    assert "Kafka default" in src["clean_elections"]
-    facts, _ = derive_facts({"workload": {"producer": {"transactional_id": "tx-1", "acks": 1}},
-                             "cluster": {"broker_config": {
-                                 "unclean.leader.election.enable": True}}})
+    assert src["idempotent"] == "scenario model"
+    # acks=1 turns idempotence off unless asked (Kafka's client does the same)
+    loose = {"cluster": {"config": {"unclean.leader.election.enable": True}},
+             "topics": [{"name": "t"}],
+             "workload": {"producers": [{"topic": "t", "acks": 1}],
+                          "consumers": [{"topics": ["t"], "commit": "auto"}]}}
+    facts, _ = derive_facts(loose)
+    assert facts["idempotent"] is False and facts["acks_all"] is False
+    assert facts["clean_elections"] is False and facts["min_isr_2"] is False
+    assert facts["durable"] is False and facts["commit_after_processing"] is False
+    txn = {"topics": [{"name": "t"}],
+           "workload": {"producers": [{"topic": "t", "transactions": {"records_per_txn": 10}}]}}
+    facts, src = derive_facts(txn)
     assert facts["transactional"] is True and facts["idempotent"] is True
-    assert facts["acks_all"] is False and facts["clean_elections"] is False
-    assert facts["durable"] is False and facts["min_isr_2"] is None
-    facts, _ = derive_facts({"consumer": {"commit": "auto"}})
-    assert facts["commit_after_processing"] is False
+    assert facts["commit_after_processing"] is None
+    assert "no consumer group" in src["commit_after_processing"]
+
+
+def test_a_document_that_is_not_a_scenario_has_unknown_facts():
+    facts, src = derive_facts({"producer": {"acks": "all"}})
+    assert set(facts.values()) == {None}
+    assert "not a valid scenario" in src["durable"] and "producer" in src["durable"]
 
 
 def test_expectation_is_frozen():

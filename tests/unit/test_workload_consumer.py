@@ -6,6 +6,7 @@ import time
 
 import pytest
 
+from harness.context import RunContext
 from harness.history import EventLog, HistoryWriter, read_table
 from workloads.consumer import ConsumerGroup, consumer_config
 from workloads.spec import ConsumerGroupSpec
@@ -25,8 +26,8 @@ def test_consumer_config_modes():
 
 def test_group_members_are_killed_bounced_and_reaped(tmp_path):
     events = EventLog(tmp_path, "r1", writer_name="t")
-    g = ConsumerGroup(ConsumerGroupSpec(group_id="g", topics="t", members=2),
-                      bootstrap="127.0.0.1:9", run_dir=tmp_path, run_id="r1", events=events)
+    run = RunContext("r1", tmp_path, events, fixed_bootstrap="127.0.0.1:9")
+    g = ConsumerGroup(ConsumerGroupSpec(group_id="g", topics="t", members=2), run)
     try:
         g.start()
         assert g.alive("c0") and g.alive("c1")

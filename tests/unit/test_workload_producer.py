@@ -7,6 +7,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError as E
 
+from harness.context import RunContext
 from harness.history import HistoryWriter, read_table
 from workloads.producer import (DeliveryRecorder, IntentLog, ProducerProcess, read_intents,
                                 reconcile, reconcile_run)
@@ -115,7 +116,7 @@ def test_killed_producer_process_leaves_every_record_in_history(tmp_path):
     # 127.0.0.1:9 (discard port, normally closed): nothing is ever delivered, so every
     # record is in flight when we SIGKILL the process.
     spec = ProducerSpec(name="p0", topic="t", records=3000, rate=5000)
-    p = ProducerProcess(spec, bootstrap="127.0.0.1:9", run_dir=tmp_path, run_id="r1").start()
+    p = ProducerProcess(spec, RunContext("r1", tmp_path, None, fixed_bootstrap="127.0.0.1:9")).start()
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and len(read_intents(p.intent_path)) < 3:
@@ -136,7 +137,7 @@ def test_killed_producer_process_leaves_every_record_in_history(tmp_path):
 def test_stopped_producer_times_out_its_records_itself(tmp_path):
     spec = ProducerSpec(name="p1", topic="t", records=50, request_timeout_ms=500,
                         delivery_timeout_ms=1500, linger_ms=0)
-    p = ProducerProcess(spec, bootstrap="127.0.0.1:9", run_dir=tmp_path, run_id="r1").start()
+    p = ProducerProcess(spec, RunContext("r1", tmp_path, None, fixed_bootstrap="127.0.0.1:9")).start()
     try:
         assert p.wait(60), "producer did not end by itself"
     finally:

@@ -9,6 +9,7 @@ import pytest
 
 from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
+from harness.context import RunContext
 from harness.history import EventLog
 
 _topics = itertools.count()
@@ -21,23 +22,21 @@ def wl_cluster():
         yield cluster
 
 
+class WorkloadRun(RunContext):
+    """The shared cluster's run context, with a helper to make a fresh topic."""
+
+    def topic(self, partitions: int = 6, **configs: str) -> str:
+        name = f"wl-{next(_topics)}-{uuid.uuid4().hex[:6]}"
+        self.cluster.create_topic(name, partitions, 3, {"min.insync.replicas": "2", **configs})
+        return name
+
+
 @pytest.fixture
 def run(wl_cluster, tmp_path):
-    """A run directory with an event log, and a helper to make topics in it."""
-
-    class Run:
-        cluster = wl_cluster
-        run_id = wl_cluster.run_id
-        dir = str(tmp_path / "run")
-        bootstrap = wl_cluster.bootstrap_servers()
-        events = EventLog(str(tmp_path / "run"), wl_cluster.run_id, writer_name="test-events")
-
-        def topic(self, partitions: int = 6, **configs: str) -> str:
-            name = f"wl-{next(_topics)}-{uuid.uuid4().hex[:6]}"
-            wl_cluster.create_topic(name, partitions, 3, {"min.insync.replicas": "2", **configs})
-            return name
-
-    r = Run()
+    """A run directory with an event log, on the shared cluster."""
+    run_dir = tmp_path / "run"
+    r = WorkloadRun(wl_cluster.run_id, run_dir,
+                EventLog(str(run_dir), wl_cluster.run_id, writer_name="test-events"), wl_cluster)
     yield r
     r.events.close()
 

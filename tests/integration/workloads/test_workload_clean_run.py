@@ -14,9 +14,7 @@ def test_clean_run_reconciles_with_zero_anomalies(run, spark):
     topic = run.topic(6)
     run.events.emit("phase", "load-start")
     p = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=N, acks="all",
-                                     enable_idempotence=True),
-                        bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                        events=run.events).start()
+                                     enable_idempotence=True), run).start()
     try:
         assert p.wait(300), "producer did not finish 100k records in 300 s"
     finally:
@@ -25,8 +23,7 @@ def test_clean_run_reconciles_with_zero_anomalies(run, spark):
     run.events.emit("phase", "load-end")
     assert p.exitcode == 0
     assert p.result.announced == N and p.result.indeterminate == 0
-    result = drain(DrainSpec(topics=topic), bootstrap=run.bootstrap, run_dir=run.dir,
-                   run_id=run.run_id, events=run.events)
+    result = drain(DrainSpec(topics=topic), run)
     run.events.flush()
     assert result.complete and result.records == N, result
 

@@ -52,17 +52,11 @@ def test_auto_commit_kill_skips_and_commit_after_processing_kill_redelivers(run)
     common = dict(topics=topic, members=1, session_timeout_ms=6000)
     auto = ConsumerGroup(ConsumerGroupSpec(group_id=f"{topic}-auto", name_prefix="a",
                                            commit="auto", auto_commit_interval_ms=100,
-                                           history_flush_s=30, **common),
-                         bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                         events=run.events)
+                                           history_flush_s=30, **common), run)
     after = ConsumerGroup(ConsumerGroupSpec(group_id=f"{topic}-after", name_prefix="b",
                                             commit="after-processing", commit_interval_ms=600_000,
-                                            history_flush_s=0.2, **common),
-                          bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                          events=run.events)
-    producer = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=n, rate=2000),
-                               bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                               events=run.events)
+                                            history_flush_s=0.2, **common), run)
+    producer = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=n, rate=2000), run)
     try:
         auto.start()
         after.start()
@@ -96,8 +90,7 @@ def test_auto_commit_kill_skips_and_commit_after_processing_kill_redelivers(run)
         after.stop()
         if producer.is_alive():
             producer.kill()
-    r = drain(DrainSpec(topics=topic), bootstrap=run.bootstrap, run_dir=run.dir,
-              run_id=run.run_id, events=run.events)
+    r = drain(DrainSpec(topics=topic), run)
     assert r.complete and r.records == n, r
 
     consumed, commits = table(run.dir, "consumed"), table(run.dir, "commits")

@@ -15,8 +15,7 @@ def test_drain_reports_leaderless_partition_and_ends(run):
     cluster.create_topic(topic, 3, 1, {"min.insync.replicas": "1"})
     # Fixed keys spread the records over all three partitions; unkeyed records go through
     # the sticky partitioner and 3000 small ones can all land in the victim's partition.
-    p = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=3000, keys="fixed"),
-                        bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id).start()
+    p = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=3000, keys="fixed"), run).start()
     try:
         assert p.wait(120) and p.exitcode == 0
     finally:
@@ -26,8 +25,7 @@ def test_drain_reports_leaderless_partition_and_ends(run):
     victim = cluster.broker(victim_part.leader)
     victim.stop()
     try:
-        r = drain(DrainSpec(topics=topic, timeout_s=40, stall_s=8), bootstrap=run.bootstrap,
-                  run_dir=run.dir, run_id=run.run_id, events=run.events)
+        r = drain(DrainSpec(topics=topic, timeout_s=40, stall_s=8), run)
         run.events.flush()
     finally:
         victim.start()

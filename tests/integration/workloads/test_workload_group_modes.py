@@ -87,11 +87,8 @@ def test_cooperative_sticky_static_member_clean_bounce(run):
     assert conf["partition.assignment.strategy"] == "cooperative-sticky"
     assert conf["group.instance.id"] == f"{group}-c1"
 
-    g = ConsumerGroup(spec, bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                      events=run.events)
-    producer = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=N, rate=500),
-                               bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                               events=run.events)
+    g = ConsumerGroup(spec, run)
+    producer = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=N, rate=500), run)
     everything = set(range(PARTITIONS))
     try:
         g.start_member("c0")

@@ -3,16 +3,12 @@ cluster network, converted into the same history and judged by the same
 reconciler as our clients."""
 from spark_reports.verify import verify_run
 from workloads.drain import drain
-from workloads.java_clients import JavaRun, run_java_consumer, run_java_producer
+from workloads.java_clients import run_java_consumer, run_java_producer
 from workloads.spec import DrainSpec
 
 from wl_history_check import duplicates_in_drain, lost, table
 
 N = 20_000
-
-
-def _java(run) -> JavaRun:
-    return JavaRun(image=run.cluster.image, network=run.cluster.network_name, run_id=run.run_id)
 
 
 def _no_containers_left(run) -> bool:
@@ -24,14 +20,12 @@ def _no_containers_left(run) -> bool:
 def test_java_verifiable_producer_reconciles_like_ours(run, spark):
     topic = run.topic(6)
     run.events.emit("phase", "load-start")
-    info = run_java_producer(_java(run), bootstrap=run.bootstrap, topic=topic, run_dir=run.dir,
-                             max_messages=N, prefix=5, acks="all", events=run.events)
+    info = run_java_producer(run, topic=topic, max_messages=N, prefix=5, acks="all")
     run.events.emit("phase", "load-end")
     assert _no_containers_left(run)
     assert info["exit_code"] == 0 and info["tool_data"]["sent"] == N
     assert info["counts"] == {"acked": N, "failed": 0, "indeterminate": 0, "sent": N}
-    r = drain(DrainSpec(topics=topic), bootstrap=run.bootstrap, run_dir=run.dir,
-              run_id=run.run_id, events=run.events)
+    r = drain(DrainSpec(topics=topic), run)
     run.events.flush()
     assert r.complete and r.records == N
 
@@ -51,11 +45,9 @@ def test_java_verifiable_producer_reconciles_like_ours(run, spark):
 def test_java_verifiable_consumer_history(run):
     topic = run.topic(3)
     n = 3000
-    run_java_producer(_java(run), bootstrap=run.bootstrap, topic=topic, run_dir=run.dir,
-                      max_messages=n, prefix=1)
-    info = run_java_consumer(_java(run), bootstrap=run.bootstrap, topic=topic,
-                             group_id=f"{topic}-jg", run_dir=run.dir, name="jc0",
-                             max_messages=n, events=run.events, timeout_s=120)
+    run_java_producer(run, topic=topic, max_messages=n, prefix=1)
+    info = run_java_consumer(run, topic=topic, group_id=f"{topic}-jg", name="jc0",
+                             max_messages=n, timeout_s=120)
     run.events.flush()
     assert _no_containers_left(run)
     assert info["exit_code"] == 0 and info["records"] == n

@@ -13,8 +13,7 @@ from wl_history_check import lost, table
 def test_killed_producer_in_flight_records_are_indeterminate(run):
     topic = run.topic(3)
     spec = ProducerSpec(name="p0", topic=topic, records=10_000_000, rate=20_000, linger_ms=20)
-    p = ProducerProcess(spec, bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                        events=run.events).start()
+    p = ProducerProcess(spec, run).start()
     try:
         # kill once acks are flowing (a first part file exists), plus a second
         deadline = time.monotonic() + 60
@@ -40,8 +39,7 @@ def test_killed_producer_in_flight_records_are_indeterminate(run):
     acked = produced[produced.status == "acked"]
     assert len(acked) > 0 and indet.seq.min() > acked.seq.min()
 
-    result = drain(DrainSpec(topics=topic), bootstrap=run.bootstrap, run_dir=run.dir,
-                   run_id=run.run_id, events=run.events)
+    result = drain(DrainSpec(topics=topic), run)
     assert result.complete, result
     consumed = table(run.dir, "consumed")
     assert not lost(produced, consumed)

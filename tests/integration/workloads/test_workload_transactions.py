@@ -31,11 +31,8 @@ def test_aborted_transactions_visible_only_to_read_uncommitted(run):
     spec = ProducerSpec(name="t0", topic=topic, records=N, seed=7,
                         transactions={"records_per_txn": 50, "abort_rate": 0.2})
     groups = [ConsumerGroup(ConsumerGroupSpec(group_id=f"{topic}-{iso}", topics=topic,
-                                              isolation=iso, name_prefix=f"c{iso[5]}"),
-                            bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                            events=run.events) for iso in ("read_committed", "read_uncommitted")]
-    p = ProducerProcess(spec, bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                        events=run.events)
+                                              isolation=iso, name_prefix=f"c{iso[5]}"), run) for iso in ("read_committed", "read_uncommitted")]
+    p = ProducerProcess(spec, run)
     try:
         for g in groups:
             g.start()
@@ -72,8 +69,7 @@ def test_aborted_transactions_visible_only_to_read_uncommitted(run):
     assert set(ru.record_id) & aborted_ids, "read_uncommitted saw no aborted record"
     assert set(ru.record_id) == set(produced.record_id)
 
-    r = drain(DrainSpec(topics=topic, isolation="read_committed"), bootstrap=run.bootstrap,
-              run_dir=run.dir, run_id=run.run_id, events=run.events)
+    r = drain(DrainSpec(topics=topic, isolation="read_committed"), run)
     assert r.complete and r.records == len(committed), r
     d = table(run.dir, "consumed")
     assert set(d[d.phase == "drain"].record_id) == set(committed.record_id)
@@ -82,14 +78,11 @@ def test_aborted_transactions_visible_only_to_read_uncommitted(run):
 def test_consume_transform_produce_commits_each_input_once(run):
     src, out = run.topic(3), run.topic(3)
     n = 1000
-    feeder = ProducerProcess(ProducerSpec(name="f0", topic=src, records=n),
-                             bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id)
+    feeder = ProducerProcess(ProducerSpec(name="f0", topic=src, records=n), run)
     ctp = ProducerProcess(ProducerSpec(name="x0", topic=out, seed=3, duration_s=300,
                                        transactions={"records_per_txn": 50, "abort_rate": 0.3,
                                                      "input_topic": src,
-                                                     "input_group": f"{src}-ctp"}),
-                          bootstrap=run.bootstrap, run_dir=run.dir, run_id=run.run_id,
-                          events=run.events)
+                                                     "input_group": f"{src}-ctp"}), run)
     try:
         feeder.start()
         assert feeder.wait(120) and feeder.exitcode == 0
@@ -114,8 +107,7 @@ def test_consume_transform_produce_commits_each_input_once(run):
     mine = commits[commits.group_id == f"{src}-ctp"]
     assert mine.ok.any() and (~mine.ok).any()                  # aborted txns' offsets rejected
     assert mine[mine.ok].groupby("partition").offset.max().sum() == n
-    r = drain(DrainSpec(topics=out, isolation="read_committed"), bootstrap=run.bootstrap,
-              run_dir=run.dir, run_id=run.run_id)
+    r = drain(DrainSpec(topics=out, isolation="read_committed"), run)
     assert r.complete and r.records == n
     ev = table(run.dir, "events")
     txns = [json.loads(d) for d in ev[ev.name == "transaction"].detail]

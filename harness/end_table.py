@@ -1,0 +1,61 @@
+"""The short table at the end of a run: verdict, counts, anomalies, unavailability,
+recovery per fault, how the fault plan went, and where the report is."""
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+
+
+def _seconds(v) -> str:
+    return "never" if v is None else f"{v:.1f} s"
+
+
+def recovery_rows(summary: dict) -> list[list[str]]:
+    return [[r.get("name", "?"), r.get("fault_id", "?"), _seconds(r.get("seconds")),
+             _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s"))]
+            for r in summary.get("metrics", {}).get("recovery", [])]
+
+
+def max_unavailability(summary: dict) -> float:
+    windows = summary.get("metrics", {}).get("unavailability", [])
+    return max((w.get("seconds") or (w.get("end_us", 0) - w.get("start_us", 0)) / 1e6
+                for w in windows), default=0.0)
+
+
+def print_end_table(state, console: Console | None = None) -> None:
+    console = console or Console()
+    v = state.verify_result
+    summary, verdict = v.summary, v.verdict
+    colour = {"passed": "green", "failed": "red"}.get(verdict.status, "yellow")
+    head = Table(title=f"run {state.ctx.run_id}: [{colour}]{verdict.status.upper()}[/]",
+                 show_header=False)
+    counts = summary.get("counts", {})
+    head.add_row("counts", ", ".join(f"{k} {counts.get(k, 0)}" for k in
+                                     ("sent", "acked", "failed", "indeterminate", "consumed")))
+    anomalies = summary.get("anomalies", {})
+    head.add_row("anomalies", ", ".join(f"{k} {n}" for k, n in anomalies.items()))
+    head.add_row("max unavailability", f"{max_unavailability(summary):.1f} s")
+    for failure in verdict.failures:
+        head.add_row("[red]violated[/]", failure)
+    if verdict.reason:
+        head.add_row("unknown", verdict.reason)
+    console.print(head)
+    rows = recovery_rows(summary)
+    if rows:
+        rec = Table("fault", "fault_id", "recovery", "after heal", "unavailable")
+        for row in rows:
+            rec.add_row(*row)
+        console.print(rec)
+    _print_plan(state, console)
+    console.print(f"report: {v.report_dir}/index.html")
+
+
+def _print_plan(state, console: Console) -> None:
+    plan = state.timeline.plan if state.timeline is not None else []
+    if not plan:
+        return
+    t = Table("planned fault", "at", "injected", "slip", "healed", "error")
+    for p in plan:
+        t.add_row(p.label, f"{p.at_s:g} s", _seconds(p.injected_s),
+                  _seconds(p.slip_s), _seconds(p.healed_s), p.error or "")
+    console.print(t)

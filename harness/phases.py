@@ -1,0 +1,100 @@
+"""A run's phases as data: RUN_DIR/phases.json and one `phase` event per phase.
+
+Each record is {name, start_us, end_us, outcome, error, detail}; outcome is
+`ok`, `failed`, `interrupted` or `skipped`. The file is rewritten (tmp +
+rename) after every phase, so a run killed at any moment leaves a readable
+list that ends where it stopped; `interruption(run_dir)` reads it back.
+"""
+from __future__ import annotations
+
+import json
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+from harness.history import EventLog, now_us
+
+OK, FAILED, INTERRUPTED, SKIPPED = "ok", "failed", "interrupted", "skipped"
+PHASES_FILE = "phases.json"
+
+
+def write_json(path: Path, data: Any) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+class PhaseLog:
+    def __init__(self, run_dir: Path, events: EventLog | None):
+        self.path = Path(run_dir) / PHASES_FILE
+        self.events = events
+        self.records: list[dict[str, Any]] = []
+        self.current: str | None = None
+
+    @contextmanager
+    def phase(self, name: str) -> Iterator[dict[str, Any]]:
+        """Time one phase; the body may put results into the yielded `detail` dict."""
+        record: dict[str, Any] = {"name": name, "start_us": now_us(), "end_us": None,
+                                  "outcome": None, "error": None, "detail": {}}
+        self.records.append(record)
+        self.current = name
+        self._write()
+        try:
+            yield record["detail"]
+            record["outcome"] = record["detail"].pop("_outcome", OK)
+        except KeyboardInterrupt:
+            record["outcome"], record["error"] = INTERRUPTED, "interrupted (Ctrl-C or SIGTERM)"
+            raise
+        except BaseException as e:
+            record["outcome"], record["error"] = FAILED, f"{type(e).__name__}: {e}"
+            raise
+        finally:
+            record["end_us"] = now_us()
+            self.current = None
+            self._write()
+            if self.events is not None:
+                self.events.emit("phase", name, None, ts_us=record["start_us"],
+                                 end_us=record["end_us"], outcome=record["outcome"],
+                                 error=record["error"], **record["detail"])
+                self.events.flush()
+
+    def skipped(self, name: str, why: str) -> None:
+        t = now_us()
+        self.records.append({"name": name, "start_us": t, "end_us": t, "outcome": SKIPPED,
+                             "error": None, "detail": {"why": why}})
+        self._write()
+
+    def seconds(self, name: str) -> float | None:
+        for r in self.records:
+            if r["name"] == name and r["end_us"] is not None:
+                return (r["end_us"] - r["start_us"]) / 1e6
+        return None
+
+    def _write(self) -> None:
+        write_json(self.path, self.records)
+
+
+def read_phases(run_dir: str | os.PathLike) -> list[dict[str, Any]] | None:
+    path = Path(run_dir) / PHASES_FILE
+    try:
+        return json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+
+
+def interruption(run_dir: str | os.PathLike) -> str | None:
+    """Why a stored run's history cannot be judged ('interrupted in phase faults'),
+    or None when its drain completed (or the run was not made by the runner)."""
+    records = read_phases(run_dir)
+    if records is None:
+        return None
+    drained = any(r["name"] == "drain" and r["outcome"] == OK for r in records)
+    if drained:
+        return None
+    stopped = next((r for r in records if r["outcome"] in (INTERRUPTED, FAILED, None)), None)
+    if stopped is None:
+        return "the run ended before its drain"
+    how = {INTERRUPTED: "interrupted", FAILED: "failed"}.get(stopped["outcome"], "killed")
+    error = f" ({stopped['error']})" if stopped.get("error") and how == "failed" else ""
+    return f"{how} in phase {stopped['name']}{error}; no complete drain to judge against"

@@ -1,0 +1,151 @@
+"""Live progress of a run: a `rich` panel on a terminal, plain lines in CI.
+
+Numbers come from the history as it is written (harness.history_tail), the
+phase from the phase log, the active faults from the fault context, the
+leader from the metadata observer: the display only reads.
+"""
+from __future__ import annotations
+
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+
+from harness.history_tail import HistoryTail
+
+PLAIN_INTERVAL_S = 10.0
+STATUSES = ("acked", "failed", "indeterminate")
+
+
+@dataclass
+class Rates:
+    """Totals and per-second rates over the last refresh."""
+    totals: dict[str, int] = field(default_factory=lambda: dict.fromkeys(
+        ("sent", *STATUSES, "consumed"), 0))
+    per_s: dict[str, float] = field(default_factory=dict)
+    _last: tuple[float, dict[str, int]] | None = None
+
+    def add(self, produced: list, consumed: list) -> None:
+        for batch in produced:
+            self.totals["sent"] += batch.num_rows
+            for status, n in zip(*_value_counts(batch, "status")):
+                if status in STATUSES:
+                    self.totals[status] += n
+        self.totals["consumed"] += sum(b.num_rows for b in consumed)
+        now = time.monotonic()
+        if self._last is not None and now > self._last[0]:
+            dt = now - self._last[0]
+            self.per_s = {k: (v - self._last[1][k]) / dt for k, v in self.totals.items()}
+        self._last = (now, dict(self.totals))
+
+
+def _value_counts(batch, column: str):
+    counts = batch[column].value_counts()
+    return counts.field("values").to_pylist(), counts.field("counts").to_pylist()
+
+
+def watched_partition(scenario) -> tuple[str, int]:
+    """The partition the faults aim at (the first a fault names), for the leader column."""
+    from faults.selectors import selector_refs
+    for entry in scenario.faults.timeline:
+        refs = selector_refs(entry.target) if entry.target is not None else []
+        if refs:
+            return refs[0]
+    if scenario.faults.nemesis is not None:
+        return scenario.faults.nemesis.topic, scenario.faults.nemesis.partition
+    return scenario.topics[0].name, 0
+
+
+class Progress:
+    def __init__(self, state, plain: bool):
+        self.state, self.plain = state, plain
+        self.rates = Rates()
+        self._produced = HistoryTail(state.ctx.run_dir, "produced", ["status"])
+        self._consumed = HistoryTail(state.ctx.run_dir, "consumed", ["phase"])
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._live = None
+        self._started = time.monotonic()
+        self._watched = watched_partition(state.scenario)
+
+    def start(self) -> None:
+        if not self.plain:
+            from rich.console import Console
+            from rich.live import Live
+            self._live = Live(self._render(), console=Console(), refresh_per_second=2,
+                              transient=True)
+            self._live.start()
+        self._thread = threading.Thread(target=self._loop, name="progress", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        if self._live is not None:
+            self._live.stop()
+            self._live = None
+
+    def say(self, message: str) -> None:
+        if self._live is not None:
+            self._live.console.print(message)
+        else:
+            print(message, flush=True)
+
+    def _loop(self) -> None:
+        last_plain, last_phase = 0.0, None
+        while not self._stop.wait(1.0):
+            try:
+                self.rates.add(self._produced.poll(), self._consumed.poll())
+            except Exception:  # noqa: BLE001 - a display must never end a run
+                continue
+            phase = self.state.phases.current
+            if self._live is not None:
+                self._live.update(self._render())
+            elif phase != last_phase or time.monotonic() - last_plain >= PLAIN_INTERVAL_S:
+                print(self.line(), flush=True)
+                last_plain, last_phase = time.monotonic(), phase
+
+    # -- what is shown ----------------------------------------------------------
+    def facts(self) -> dict[str, str]:
+        st, r = self.state, self.rates
+        elapsed = time.monotonic() - self._started
+        load = st.load_started
+        remaining = ""
+        if load is not None:
+            left = st.scenario.workload.duration_s - (time.monotonic() - load)
+            remaining = f", load {max(0.0, left):.0f} s left"
+        ps = r.per_s
+        active = st.timeline.active() if st.timeline is not None else []
+        topic, partition = self._watched
+        leader = st.observer.leader(topic, partition) if st.observer is not None else None
+        return {
+            "phase": f"{st.phases.current or '-'} ({elapsed:.0f} s{remaining})",
+            "sent": f"{r.totals['sent']} ({ps.get('sent', 0):.0f}/s)",
+            "acked": f"{r.totals['acked']} ({ps.get('acked', 0):.0f}/s)",
+            "failed": f"{r.totals['failed']} ({ps.get('failed', 0):.0f}/s)",
+            "indeterminate": f"{r.totals['indeterminate']} ({ps.get('indeterminate', 0):.0f}/s)",
+            "consumed": f"{r.totals['consumed']} ({ps.get('consumed', 0):.0f}/s)",
+            "fault": ", ".join(f"{f.name} on {','.join(n.name for n in f.targets) or '?'}"
+                               for f in active) or "none",
+            f"leader {topic}-{partition}": str(leader if leader is not None else "-"),
+        }
+
+    def line(self) -> str:
+        return "[run] " + "; ".join(f"{k} {v}" for k, v in self.facts().items())
+
+    def _render(self):
+        from rich.panel import Panel
+        from rich.table import Table
+        table = Table.grid(padding=(0, 2))
+        for key, value in self.facts().items():
+            table.add_row(key, value)
+        return Panel(table, title=f"harness run {self.state.ctx.run_id} "
+                                  f"({self.state.scenario.name})")
+
+
+def make_progress(state, mode: str) -> Progress | None:
+    if mode == "none":
+        return None
+    plain = mode == "plain" or not sys.stdout.isatty()
+    return Progress(state, plain)

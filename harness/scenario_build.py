@@ -1,0 +1,279 @@
+"""Building a Scenario from a parsed document, section by section.
+
+Each section's fields are checked by the spec that owns them; this module fills
+in the defaults that depend on other sections (a producer's topic, its seed,
+the drain's topics) and checks what spans sections. See harness/scenario.py.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
+from faults.schedule import ScheduleSpec
+from harness.errors import SpecError
+from harness.scenario import (Builder, Faults, JavaConsumerSpec, JavaProducerSpec, Nemesis,
+                              Report, Scenario, TimelineFault, TopicSpec, Workload)
+from verifiers.expectations import DEFAULTS, ExpectationSet, parse_document, parse_expectation
+from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
+
+
+def _props(values: Any) -> Any:
+    """Kafka configs as strings (YAML reads `2` as an int and `true` as a bool)."""
+    if not isinstance(values, dict):
+        return values
+    return {k: (str(v).lower() if isinstance(v, bool) else str(v)) for k, v in values.items()}
+
+
+def build(b: Builder) -> Scenario:
+    seed = b.get(("seed",), 0, int)
+    cluster = _cluster(b)
+    topics = _topics(b, cluster)
+    workload = _workload(b, topics, seed)
+    faults = _faults(b, cluster, topics, workload)
+    drain = _drain(b, topics, workload)
+    expect = _expect(b)
+    report = b.at(("report",), lambda: Report(**b.get(("report",), {})))
+    return Scenario(name=str(b.get(("name",), "scenario", (str, int))),
+                    description=str(b.get(("description",), "", str)), seed=seed,
+                    cluster=cluster, topics=topics, workload=workload, faults=faults,
+                    drain=drain, expect=expect, report=report, source=b.source.name)
+
+
+def _cluster(b: Builder) -> ClusterSpec:
+    raw = dict(b.get(("cluster",), {}))
+    if isinstance(raw.get("version"), (int, float)):
+        raw["version"] = str(raw["version"])           # YAML reads 3.9 as a number
+    for key in ("config",):
+        if key in raw:
+            raw[key] = _props(raw[key])
+    if isinstance(raw.get("broker_config"), dict):
+        raw["broker_config"] = {k: _props(v) for k, v in raw["broker_config"].items()}
+    raw.setdefault("version", "3.9")
+    return b.at(("cluster",), lambda: ClusterSpec.from_dict(raw))
+
+
+def _topics(b: Builder, cluster: ClusterSpec) -> tuple[TopicSpec, ...]:
+    items = b.get(("topics",), None, list)
+    if items is None:
+        items = [{"name": "t", "replication_factor": min(3, cluster.brokers)}]
+    if not items:
+        b.fail(("topics",), "is empty", "name at least one topic")
+    topics, seen = [], set()
+    for i, item in enumerate(items):
+        path = ("topics", i)
+        if not isinstance(item, dict):
+            b.fail(path, "must be a mapping", "write - {name: t, partitions: 3, replication_factor: 3}")
+        item = {**item, "configs": _props(item.get("configs") or {})}
+        topic = b.at(path, lambda: TopicSpec(**item))
+        if topic.name in seen:
+            b.fail((*path, "name"), f"topic {topic.name!r} is defined twice", "give each topic one entry")
+        seen.add(topic.name)
+        b.at(path, lambda: validate_topic(cluster, topic.name, topic.partitions,
+                                          topic.replication_factor, topic.configs))
+        topics.append(topic)
+    return tuple(topics)
+
+
+def _check_topic(b: Builder, path: tuple, name: Any, topics: tuple[TopicSpec, ...]) -> None:
+    names = [t.name for t in topics]
+    if name not in names:
+        b.fail(path, f"topic {name!r} is not among the scenario's topics",
+               f"use one of {', '.join(names)}, or add it under topics:")
+
+
+def _producer(b: Builder, i: int, raw: Any, topics, duration_s: float, seed: int) -> ProducerSpec:
+    path = ("workload", "producers", i)
+    if not isinstance(raw, dict):
+        b.fail(path, "must be a mapping", "write - {topic: t, acks: all}")
+    raw = {"name": f"p{i}", "topic": topics[0].name, "seed": seed + i, **raw}
+    if "records" not in raw and "duration_s" not in raw:
+        raw["duration_s"] = duration_s
+    # Kafka's own client: idempotence is on by default but quietly off when acks is not all.
+    if "enable_idempotence" not in raw and str(raw.get("acks", "all")) in ("0", "1"):
+        raw["enable_idempotence"] = False
+    raw["client_config"] = _props(raw.get("client_config") or {})
+    spec = b.at(path, lambda: ProducerSpec(**raw))
+    _check_topic(b, (*path, "topic"), spec.topic, topics)
+    if spec.transactions is not None and spec.transactions.input_topic is not None:
+        _check_topic(b, (*path, "transactions", "input_topic"), spec.transactions.input_topic, topics)
+    return spec
+
+
+def _consumer(b: Builder, i: int, raw: Any, topics) -> ConsumerGroupSpec:
+    path = ("workload", "consumers", i)
+    if not isinstance(raw, dict):
+        b.fail(path, "must be a mapping", "write - {group_id: g0, topics: [t]}")
+    raw = {"group_id": f"g{i}", "topics": [topics[0].name],
+           "name_prefix": "c" if i == 0 else f"g{i}c", **raw}
+    raw["client_config"] = _props(raw.get("client_config") or {})
+    spec = b.at(path, lambda: ConsumerGroupSpec(**raw))
+    for j, t in enumerate(spec.topics):
+        _check_topic(b, (*path, "topics", j), t, topics)
+    return spec
+
+
+def _items(b: Builder, path: tuple) -> list:
+    return b.get(path, [], list)
+
+
+def _workload(b: Builder, topics, seed: int) -> Workload:
+    duration = b.at(("workload",), lambda: Workload(**{
+        k: v for k, v in b.get(("workload",), {}).items()
+        if k in ("duration_s", "warmup_timeout_s")}))
+    producers = [_producer(b, i, raw, topics, duration.duration_s, seed)
+                 for i, raw in enumerate(_items(b, ("workload", "producers")))]
+    consumers = [_consumer(b, i, raw, topics)
+                 for i, raw in enumerate(_items(b, ("workload", "consumers")))]
+    java_p = [b.at(("workload", "java_producers", i), lambda raw=raw: JavaProducerSpec(
+        **{"prefix": i, "topic": topics[0].name, **raw}))
+        for i, raw in enumerate(_items(b, ("workload", "java_producers")))]
+    java_c = [b.at(("workload", "java_consumers", i), lambda raw=raw: JavaConsumerSpec(
+        **{"name": f"jc{i}", "topic": topics[0].name, "group_id": f"jg{i}", **raw}))
+        for i, raw in enumerate(_items(b, ("workload", "java_consumers")))]
+    unknown = set(b.get(("workload",), {})) - set(Workload.model_fields)
+    if unknown:
+        b.fail(("workload", sorted(unknown)[0]), "unknown field",
+               f"use one of {', '.join(Workload.model_fields)}")
+    if not producers and not java_p:
+        b.fail(("workload", "producers"), "no producer", "add one: producers: [{topic: t}]")
+    _unique(b, ("workload", "producers"), [p.name for p in producers], "name")
+    _unique(b, ("workload", "consumers"), [c.name_prefix for c in consumers], "name_prefix")
+    _unique(b, ("workload", "java_producers"), [j.prefix for j in java_p], "prefix")
+    for i, j in enumerate([*java_p, *java_c]):
+        kind = "java_producers" if i < len(java_p) else "java_consumers"
+        _check_topic(b, ("workload", kind, i if i < len(java_p) else i - len(java_p), "topic"),
+                     j.topic, topics)
+    return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
+                    producers=tuple(producers), consumers=tuple(consumers),
+                    java_producers=tuple(java_p), java_consumers=tuple(java_c))
+
+
+def _unique(b: Builder, path: tuple, values: list, field: str) -> None:
+    for i, v in enumerate(values):
+        if v in values[:i]:
+            b.fail((*path, i, field), f"{v!r} is used twice", f"give each one its own {field}")
+
+
+def cluster_has(cluster: ClusterSpec, need: str) -> str | None:
+    """Why the cluster cannot give what a fault needs (None: it can)."""
+    if need == "zookeeper" and cluster.mode != ZOOKEEPER:
+        return f"needs a ZooKeeper-mode cluster; this one is {cluster.mode}"
+    if need == "kraft" and not cluster.is_kraft:
+        return "needs a KRaft cluster; this one runs in ZooKeeper mode"
+    if need == "toxiproxy" and cluster.toxiproxy == TOXIPROXY_OFF:
+        return "needs toxiproxy wiring; set cluster.toxiproxy: client (or client+replication)"
+    if need == "toxiproxy-replication" and cluster.toxiproxy != TOXIPROXY_ALL:
+        return "acts on the replication listener; set cluster.toxiproxy: client+replication"
+    return None
+
+
+def _check_needs(b: Builder, path: tuple, needs, cluster: ClusterSpec, what: str) -> None:
+    for need in sorted(needs):
+        why = cluster_has(cluster, need)
+        if why is not None:
+            b.fail(path, f"{what} {why}", "change the cluster section or pick another fault")
+
+
+def _check_refs(b: Builder, path: tuple, refs, topics) -> None:
+    by_name = {t.name: t for t in topics}
+    for topic, partition in refs:
+        _check_topic(b, path, topic, topics)
+        if not 0 <= partition < by_name[topic].partitions:
+            b.fail(path, f"{topic} has no partition {partition}",
+                   f"use a partition from 0 to {by_name[topic].partitions - 1}")
+
+
+def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: float):
+    from faults.catalog import KINDS, fault_needs, validate_fault
+    from faults.selectors import selector_refs
+    path = ("faults", "timeline", i)
+    if not isinstance(raw, dict):
+        b.fail(path, "must be a mapping", "write - {at: 10, fault: kill, target: random_broker, hold: 10}")
+    entry = b.at(path, lambda: TimelineFault(**raw))
+    if entry.fault not in KINDS:
+        import difflib
+        close = difflib.get_close_matches(entry.fault, list(KINDS), n=1)
+        b.fail((*path, "fault"), f"unknown fault {entry.fault!r}",
+               f"{'did you mean ' + repr(close[0]) + '? ' if close else ''}"
+               f"use one of {', '.join(sorted(KINDS))}")
+    validate_fault(entry.fault, entry.target, entry.params, b.source.where(path))
+    _check_needs(b, (*path, "fault"), fault_needs(entry.fault, entry.params), cluster,
+                 f"{entry.fault!r}")
+    if entry.target is not None:
+        _check_refs(b, (*path, "target"), selector_refs(entry.target), topics)
+    if not 0 <= entry.at < duration_s:
+        b.fail((*path, "at"), f"{entry.at} s is outside the workload's {duration_s:g} s",
+               f"use 0 <= at < {duration_s:g}, or raise workload.duration_s")
+    if entry.hold is not None and entry.hold < 0:
+        b.fail((*path, "hold"), "is negative", "use 0 or more seconds")
+    return entry
+
+
+def _nemesis(b: Builder, cluster, topics, duration_s: float) -> Nemesis | None:
+    from faults.catalog import PRESETS, needs_of_preset
+    raw = b.get(("faults", "nemesis"), None)
+    if raw is None:
+        return None
+    path = ("faults", "nemesis")
+    raw = dict(raw)
+    presets = raw.pop("presets", raw.pop("kinds", None))
+    if not isinstance(presets, list) or not presets:
+        b.fail((*path, "presets"), "is missing or empty", f"list fault presets: {', '.join(sorted(PRESETS))}")
+    for j, name in enumerate(presets):
+        if name not in PRESETS:
+            b.fail((*path, "presets", j), f"unknown preset {name!r}", f"use one of {', '.join(sorted(PRESETS))}")
+        _check_needs(b, (*path, "presets", j), needs_of_preset(name), cluster, f"{name!r}")
+    topic = raw.pop("topic", topics[0].name)
+    partition = raw.pop("partition", 0)
+    _check_refs(b, (*path, "topic"), [(topic, partition)], topics)
+    raw.setdefault("duration_s", duration_s)
+    schedule = b.at(path, lambda: ScheduleSpec(kinds=tuple(presets), **raw))
+    if schedule.duration_s > duration_s:
+        b.fail((*path, "duration_s"), f"{schedule.duration_s:g} s is longer than the workload's "
+               f"{duration_s:g} s", "shorten it or raise workload.duration_s")
+    return Nemesis(presets=tuple(presets), topic=topic, partition=partition, schedule=schedule)
+
+
+def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
+    raw = b.get(("faults",), {})
+    unknown = set(raw) - set(Faults.model_fields)
+    if unknown:
+        b.fail(("faults", sorted(unknown)[0]), "unknown field",
+               f"use one of {', '.join(Faults.model_fields)}")
+    timeline = tuple(_timeline_entry(b, i, entry, cluster, topics, workload.duration_s)
+                     for i, entry in enumerate(_items(b, ("faults", "timeline"))))
+    nemesis = _nemesis(b, cluster, topics, workload.duration_s)
+    recovery = b.at(("faults",), lambda: Faults(
+        **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
+    return Faults(timeline=timeline, nemesis=nemesis, recovery_timeout_s=recovery)
+
+
+def _drain(b: Builder, topics, workload: Workload) -> DrainSpec:
+    raw = dict(b.get(("drain",), {}))
+    raw.setdefault("topics", [t.name for t in topics])
+    transactional = any(p.transactions is not None for p in workload.producers)
+    raw.setdefault("isolation", "read_committed" if transactional else "read_uncommitted")
+    spec = b.at(("drain",), lambda: DrainSpec(**raw))
+    for j, t in enumerate(spec.topics):
+        _check_topic(b, ("drain", "topics", j), t, topics)
+    return spec
+
+
+def _expect(b: Builder) -> ExpectationSet:
+    """`expect:` as a list, or {expectations, facts, include_defaults}; each item is
+    parsed on its own so an error names its line."""
+    raw = b.data.get("expect")
+    if raw is None:
+        return ExpectationSet(DEFAULTS, source="defaults")
+    doc = {"expectations": raw} if isinstance(raw, list) else raw
+    base = ("expect",) if isinstance(raw, list) else ("expect", "expectations")
+    if not isinstance(doc, dict) or not isinstance(doc.get("expectations", []), list):
+        b.fail(("expect",), "must be a list of expectations or a mapping with expectations:",
+               "write e.g. expect: ['lost == 0 when durable']")
+    items = doc.get("expectations") or []
+    for i, item in enumerate(items):
+        try:
+            parse_expectation(item, "expectation")
+        except SpecError as e:
+            raise SpecError(b.source.where((*base, i)), e.problem, e.fix) from None
+    return b.at(("expect",), lambda: parse_document(doc, b.source.name))
