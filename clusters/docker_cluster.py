@@ -14,7 +14,6 @@ earlier one failed.
 """
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import time
@@ -30,6 +29,7 @@ from testcontainers.core.container import DockerContainer  # noqa: E402
 from testcontainers.core.network import Network  # noqa: E402
 
 from clusters import cleanup, storage  # noqa: E402
+from clusters.admin_retry import AdminError, admin_retry, is_transient  # noqa: E402
 from clusters.api import (BROKER_ROLES, CONTROLLER_ROLES, PartitionState,  # noqa: E402
                           TOXIPROXY, ZOOKEEPER)
 from clusters.config import (CLIENT_PORT, LOG_DIR, METRICS_PORT, TOXI_CLIENT_BASE,  # noqa: E402
@@ -61,6 +61,7 @@ class DockerCluster:
         self._toxiproxy: DockerNode | None = None
         self.toxiproxy: ToxiproxyWiring | None = None
         self._admin: AdminClient | None = None
+        self._create_admin: AdminClient | None = None
         self._cluster_id = kraft_cluster_id() if spec.is_kraft else None
         self.image = ""
         self.started_at: float | None = None
@@ -154,8 +155,7 @@ class DockerCluster:
     def stop(self) -> None:
         """Remove every container, the network and the mounts of this run. Idempotent."""
         errors: list[str] = []
-        if self._admin is not None:
-            self._admin = None
+        self._admin = self._create_admin = None
         try:
             client = docker_client()
             for c in client.containers.list(all=True, filters={"label": f"{RUN_ID}={self.run_id}"}):
@@ -230,47 +230,55 @@ class DockerCluster:
 
     def create_topic(self, name: str, partitions: int, replication_factor: int,
                      configs: dict[str, str] | None = None, timeout: float = 60) -> None:
+        """Create a topic and wait until every partition has a leader and full ISR.
+        Transient errors (see clusters.admin_retry) are retried within `timeout`."""
         validate_topic(self.spec, name, partitions, replication_factor, configs)
         deadline = time.monotonic() + timeout
-        # Its own client: the shared one's short socket timeout suits metadata reads that
-        # must skip a frozen broker, not a CreateTopics round trip on a loaded machine.
-        admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
-                             "socket.timeout.ms": 30000, "log_level": 0})
-        for attempt in itertools.count():
-            remaining = deadline - time.monotonic()
-            futures = admin.create_topics(
-                [NewTopic(name, partitions, replication_factor, config=dict(configs or {}))],
-                request_timeout=max(1.0, min(30.0, remaining)))
+        admin = self._topic_admin()
+        topic = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
+        attempts = 0
+
+        def create(budget: float) -> None:
+            nonlocal attempts
+            attempts += 1
+            future = admin.create_topics([topic], request_timeout=budget)[name]
             try:
-                futures[name].result(timeout=max(1.0, remaining))
-                break
+                future.result(timeout=budget + 5)
             except KafkaException as e:
-                err = e.args[0]
-                if err.code() == KafkaError.TOPIC_ALREADY_EXISTS and attempt > 0:
-                    break        # an earlier attempt that timed out on our side went through
-                if not (err.retriable() or err.code() == KafkaError._TIMED_OUT) \
-                        or time.monotonic() >= deadline:
-                    raise HarnessError(f"creating topic {name!r} failed: {err}") from None
-                time.sleep(0.5)
+                err = e.args[0] if e.args else None
+                # An earlier attempt whose answer we lost went through.
+                if attempts > 1 and isinstance(err, KafkaError) \
+                        and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
+                    return
+                raise
+
+        admin_retry(f"creating topic {name!r}", create, timeout,
+                    transient=lambda err: is_transient(err) or _too_few_live_brokers(err))
         while time.monotonic() < deadline:
-            parts = self.partitions(name)
+            try:
+                parts = self.partitions(name, timeout=max(1.0, min(5.0, deadline - time.monotonic())))
+            except AdminError:
+                parts = []
             if len(parts) == partitions and all(p.leader is not None and
                                                 len(p.isr) == replication_factor for p in parts):
                 return
             time.sleep(0.2)
         raise ClusterUnhealthy(f"topic {name!r} has no leader / full ISR after {timeout:.0f} s")
 
+    def _topic_admin(self) -> AdminClient:
+        # Its own client: the shared one's short socket timeout suits metadata reads that
+        # must skip a frozen broker, not a CreateTopics round trip on a loaded machine.
+        if self._create_admin is None:
+            self._create_admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
+                                              "socket.timeout.ms": 30000, "log_level": 0})
+        return self._create_admin
+
     def _metadata(self, topic: str | None, timeout: float):
         """Cluster metadata, retried in short attempts: a request that lands on a paused or
         partitioned broker times out, and the next attempt goes to another broker."""
-        deadline = time.monotonic() + timeout
-        while True:
-            remaining = deadline - time.monotonic()
-            try:
-                return self.admin().list_topics(topic=topic, timeout=max(0.5, min(2.0, remaining)))
-            except KafkaException:
-                if time.monotonic() >= deadline:
-                    raise
+        return admin_retry("reading cluster metadata",
+                           lambda budget: self.admin().list_topics(topic=topic, timeout=budget),
+                           timeout, attempt_s=2.0)
 
     def partitions(self, topic: str | None = None, timeout: float = 10) -> list[PartitionState]:
         md = self._metadata(topic, timeout)
@@ -351,6 +359,12 @@ class DockerCluster:
             except Exception as e:
                 log.warning("could not collect logs of %s: %s", n.name, e)
         return written
+
+
+def _too_few_live_brokers(err: KafkaError) -> bool:
+    """INVALID_REPLICATION_FACTOR after validate_topic passed: the spec has enough
+    brokers, so some are down or fenced right now (a broker restarting); retry."""
+    return err.code() == KafkaError.INVALID_REPLICATION_FACTOR
 
 
 def kraft_cluster_id() -> str:
