@@ -6,8 +6,9 @@ protocols, checked with isinstance() on the runtime_checkable ones.
 """
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 # Node roles.
 BROKER = "broker"            # broker only (isolated KRaft, or ZooKeeper mode)

@@ -17,9 +17,9 @@ from __future__ import annotations
 import logging
 import os
 import time
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Iterable
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
 
@@ -30,18 +30,25 @@ from testcontainers.core.network import Network  # noqa: E402
 
 from clusters import cleanup, storage  # noqa: E402
 from clusters.admin_retry import AdminError, admin_retry, is_transient  # noqa: E402
-from clusters.api import (BROKER_ROLES, CONTROLLER_ROLES, PartitionState,  # noqa: E402
-                          TOXIPROXY, ZOOKEEPER)
-from clusters.config import (CLIENT_PORT, LOG_DIR, METRICS_PORT, TOXI_CLIENT_BASE,  # noqa: E402
-                             TOXIPROXY_ALIAS, ZK_DATA_DIR, NodePlan, plan_nodes)
+from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, TOXIPROXY, ZOOKEEPER, PartitionState  # noqa: E402
+from clusters.config import (  # noqa: E402
+    CLIENT_PORT,
+    LOG_DIR,
+    METRICS_PORT,
+    TOXI_CLIENT_BASE,
+    TOXIPROXY_ALIAS,
+    ZK_DATA_DIR,
+    NodePlan,
+    plan_nodes,
+)
 from clusters.docker_env import docker_client  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
 from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
-from clusters.versions import resolve_version  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
+from clusters.versions import resolve_version  # noqa: E402
 from harness.errors import HarnessError, SpecError  # noqa: E402
 
 log = logging.getLogger(__name__)
@@ -307,7 +314,7 @@ class DockerCluster:
         # In parallel: a paused or partitioned node must not stall the others' answers.
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
             samples = list(pool.map(lambda n: scrape(n.ip, METRICS_PORT, timeout=1.0), nodes))
-        active = [n for n, m in zip(nodes, samples)
+        active = [n for n, m in zip(nodes, samples, strict=True)
                   if m.get("kafka_controller_kafkacontroller_activecontrollercount", 0) >= 1]
         return active[0] if len(active) == 1 else None
 

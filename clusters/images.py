@@ -20,12 +20,18 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from clusters.docker_env import docker_client
-from clusters.versions import (JMX_EXPORTER_VERSION, TOXIPROXY_MODULE, TOXIPROXY_VERSION,
-                               KafkaVersion, all_versions, resolve_version)
+from clusters.versions import (
+    JMX_EXPORTER_VERSION,
+    TOXIPROXY_MODULE,
+    TOXIPROXY_VERSION,
+    KafkaVersion,
+    all_versions,
+    resolve_version,
+)
 from harness.errors import HarnessError
 
 FILES = Path(__file__).parent / "image_files"

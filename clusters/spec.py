@@ -11,8 +11,9 @@ SpecError naming the field and the fix.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import Any
 
 from clusters.versions import DEFAULT_VERSION, KafkaVersion, resolve_version
 from harness.errors import SpecError

@@ -10,8 +10,13 @@ import time
 
 import requests
 
-from clusters.config import (CLIENT_PORT, INTERNAL_PORT, TOXI_CLIENT_BASE, TOXI_INTERNAL_BASE,
-                             TOXIPROXY_API_PORT)
+from clusters.config import (
+    CLIENT_PORT,
+    INTERNAL_PORT,
+    TOXI_CLIENT_BASE,
+    TOXI_INTERNAL_BASE,
+    TOXIPROXY_API_PORT,
+)
 from clusters.spec import KRAFT_COMBINED, TOXIPROXY_ALL, ClusterSpec
 from harness.errors import HarnessError
 

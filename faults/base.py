@@ -13,8 +13,9 @@ import random
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
 from harness.history import EventLog, now_us

@@ -231,10 +231,14 @@ def _kind(name: str, summary: str, params: type[BaseModel], target: str, build, 
                      self_healing, build, check, needs_for)
 
 
+def _bounce(signal: str, target: Selector | None, p: BounceParams) -> BaseFault:
+    return Bounce(target, signal, times=p.times, interval_s=p.interval_s, reselect=p.reselect,
+                  stop_timeout_s=p.stop_timeout_s)
+
+
 def _kinds() -> dict[str, FaultKind]:
-    bounce = lambda signal: lambda s, p: Bounce(
-        s, signal, times=p.times, interval_s=p.interval_s, reselect=p.reselect,
-        stop_timeout_s=p.stop_timeout_s)
+    def bounce(signal: str):
+        return functools.partial(_bounce, signal)
     kinds = [
         _kind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
               REQUIRED, lambda s, p: Kill(s, HARD)),

@@ -18,9 +18,9 @@ import pathlib
 import shlex
 import signal
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 from clusters.api import BROKER_ROLES, TOXIPROXY, Node
 from faults.base import FaultContext, container_status, sh

@@ -15,8 +15,8 @@ pure functions from nodes to a grudge (unit-tested without Docker).
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 from clusters.api import Node
 from faults.base import BaseFault, FaultContext, FaultError, container_status, sh

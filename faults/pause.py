@@ -5,7 +5,6 @@ broker session timeout, or `zookeeper.session.timeout.ms`.
 """
 from __future__ import annotations
 
-
 from faults.base import BaseFault, FaultContext, FaultError, sh
 from faults.selectors import Selector
 

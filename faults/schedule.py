@@ -11,8 +11,8 @@ import logging
 import random
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from faults.base import Fault, FaultContext
 from harness.errors import SpecError

@@ -8,7 +8,8 @@ and stream on inject and removes exactly those on heal.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from faults.base import BaseFault, FaultContext, FaultError
 from faults.selectors import Selector

@@ -16,9 +16,10 @@ The rest of the harness only uses this class.
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import requests
 import toxiproxy.api as _api

@@ -1,3 +1,5 @@
+import dataclasses
+
 import pytest
 
 from clusters.spec import ClusterSpec, validate_topic
@@ -16,13 +18,15 @@ def test_defaults_are_valid():
     (lambda: ClusterSpec.kraft_combined(nodes=6), "brokers", "1 to 5"),
     (lambda: ClusterSpec.kraft_isolated(controllers=2), "controllers", "1 or 3"),
     (lambda: ClusterSpec.zookeeper(zookeepers=2), "zookeepers", "1 or 3"),
-    (lambda: ClusterSpec().with_config({"min.insync.replicas": 4}), "config.min.insync.replicas", "at most 3"),
+    (lambda: ClusterSpec().with_config({"min.insync.replicas": 4}), "config.min.insync.replicas",
+     "at most 3"),
     (lambda: ClusterSpec().with_config({"default.replication.factor": 2, "min.insync.replicas": 3}),
      "config.min.insync.replicas", "at most 2"),
     (lambda: ClusterSpec().with_config({"default.replication.factor": 4}),
      "config.default.replication.factor", "at most 3"),
     (lambda: ClusterSpec().with_config({"node.id": 7}), "config.node.id", "remove it"),
-    (lambda: ClusterSpec().with_config({"min.insync.replicas": "two"}), "config.min.insync.replicas", "whole number"),
+    (lambda: ClusterSpec().with_config({"min.insync.replicas": "two"}), "config.min.insync.replicas",
+     "whole number"),
     (lambda: ClusterSpec().with_broker_config(9, {"a": 1}), "broker_config.9", "1 to 3"),
     (lambda: ClusterSpec().with_broker_config(2, {"min.insync.replicas": 5}),
      "broker_config.2.min.insync.replicas", "at most 3"),
@@ -58,7 +62,7 @@ def test_spec_is_frozen_and_fluent_builders_return_new_specs():
     a = ClusterSpec()
     b = a.with_config({"x.y": 1})
     assert a.config == () and b.config == (("x.y", "1"),)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         a.brokers = 5
 
 

@@ -5,6 +5,7 @@ import random
 import signal
 
 import pytest
+from test_fault_fakes import FakeCluster
 
 from clusters.api import PartitionState
 from faults import selectors as sel
@@ -16,7 +17,6 @@ from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.zookeeper import ZkSessionExpiry
 from harness.history import EventLog, read_table
-from test_fault_fakes import FakeCluster
 
 
 @pytest.fixture
@@ -236,7 +236,7 @@ def test_heal_all_on_exit_always_runs_and_records_it(ctx, ending):
             if ending == "error":
                 raise RuntimeError("workload crashed")
             if ending == "assertion":
-                assert False, "verdict failed"
+                raise AssertionError("verdict failed")
             if ending == "ctrl-c":
                 raise KeyboardInterrupt
             if ending == "sigterm":

@@ -1,13 +1,13 @@
 import random
 
 import pytest
+from test_fault_fakes import FakeCluster
 
 from clusters.api import PartitionState
 from faults import network as net
 from faults import selectors as sel
 from faults.base import FaultContext, FaultError
 from faults.healall import heal_all, leftovers
-from test_fault_fakes import FakeCluster
 
 
 class N:

@@ -1,6 +1,7 @@
 import random
 
 import pytest
+from test_fault_fakes import FakeCluster
 
 from clusters.api import PartitionState
 from faults.base import FaultContext, FaultError
@@ -8,7 +9,6 @@ from faults.catalog import catalog, fault_factory
 from faults.rolling import RollingRestart, RollingUpgrade, features_upgrade_script, upgrade_order
 from faults.schedule import ScheduleSpec, build_schedule
 from harness.errors import SpecError
-from test_fault_fakes import FakeCluster
 
 
 def test_upgrade_order_is_controllers_then_brokers(tmp_path):

@@ -1,13 +1,13 @@
 import threading
 
 import pytest
+from test_fault_fakes import FakeCluster
 
 from faults.base import BaseFault, FaultContext
 from faults.healall import heal_all_on_exit
 from faults.schedule import HEAL, INJECT, ScheduleSpec, build_schedule, run_schedule
 from harness.errors import SpecError
 from harness.history import EventLog, read_table
-from test_fault_fakes import FakeCluster
 
 SPEC = ScheduleSpec(kinds=("kill-leader", "partition-halves", "pause-leader", "disk-full-leader"),
                     duration_s=600, initial_quiet_s=5, fault_min_s=5, fault_max_s=30,
@@ -28,14 +28,14 @@ def test_timeline_shape():
     s = build_schedule(7, SPEC)
     assert s.steps, "a 600 s schedule must hold some faults"
     assert s.steps[0].at_s == SPEC.initial_quiet_s
-    for inject, heal in zip(s.steps[::2], s.steps[1::2]):
+    for inject, heal in zip(s.steps[::2], s.steps[1::2], strict=True):
         assert (inject.action, heal.action) == (INJECT, HEAL)
         assert inject.slot == heal.slot and inject.kind == heal.kind
         assert SPEC.fault_min_s <= heal.at_s - inject.at_s <= SPEC.fault_max_s + 1e-3
         assert heal.at_s <= SPEC.duration_s
     # fault-free recovery between one heal and the next inject
     heals, injects = s.steps[1::2], s.steps[2::2]
-    for heal, nxt in zip(heals, injects):
+    for heal, nxt in zip(heals[:len(injects)], injects, strict=True):
         assert SPEC.recovery_min_s - 1e-3 <= nxt.at_s - heal.at_s <= SPEC.recovery_max_s + 1e-3
     assert {st.kind for st in s.steps} <= set(SPEC.kinds)
 

@@ -9,11 +9,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from test_fault_fakes import FakeCluster
 
 from faults.base import FaultContext
 from faults.toxics import LinkToxic, latency, proxies_of, slicer
 from faults.toxiproxy_adapter import ToxiproxyAdapter, ToxiproxyError
-from test_fault_fakes import FakeCluster
 
 
 class FakeToxiproxy(BaseHTTPRequestHandler):

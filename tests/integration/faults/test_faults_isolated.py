@@ -4,13 +4,22 @@ and degraded replication links."""
 from __future__ import annotations
 
 import pytest
+from fault_helpers import (
+    FAST_KRAFT,
+    assert_paired,
+    elapsed,
+    isr_of,
+    leader_id,
+    poll_for,
+    produce,
+    started_cluster,
+    whole,
+)
 
 from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults import toxics
 from faults.controller import ControllerFailover
-from fault_helpers import (started_cluster, FAST_KRAFT, assert_paired, elapsed, isr_of, leader_id, poll_for,
-                           produce, whole)
 
 T = "isofaults"
 
@@ -82,7 +91,7 @@ def test_replication_link_timeout_shrinks_the_isr(run, cluster):
         poll_for(followers_out, timeout_s=30, what="followers out of the ISR")
     except TimeoutError:
         raise AssertionError(f"ISR of {T}-0 (leader {leader}) seen: {seen[-5:]}; toxics: "
-                             f"{run.ctx.toxiproxy.toxics(f'broker-{leader}-internal')}")
+                             f"{run.ctx.toxiproxy.toxics(f'broker-{leader}-internal')}") from None
     f.heal(run.ctx)
 
 

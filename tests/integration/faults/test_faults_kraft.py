@@ -6,6 +6,22 @@ from __future__ import annotations
 import time
 
 import pytest
+from fault_helpers import (
+    FAST_KRAFT,
+    FENCED,
+    ISR_SHRINKS,
+    LEADER_COUNT,
+    assert_paired,
+    can_connect,
+    elapsed,
+    fail_over_controller,
+    isr_of,
+    leader_id,
+    metric_sum,
+    poll_for,
+    produce,
+    started_cluster,
+)
 
 from clusters.spec import ClusterSpec
 from faults import network as net
@@ -17,9 +33,6 @@ from faults.healall import heal_all_on_exit, leftovers
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.rolling import RollingRestart
-from fault_helpers import (started_cluster, FAST_KRAFT, FENCED, ISR_SHRINKS, LEADER_COUNT, assert_paired, elapsed,
-                           fail_over_controller,
-                           can_connect, isr_of, leader_id, metric_sum, poll_for, produce)
 
 T = "faults"
 

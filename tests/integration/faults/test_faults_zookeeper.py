@@ -3,14 +3,22 @@ ZooKeeper): controller failover, session expiry, a frozen ZooKeeper."""
 from __future__ import annotations
 
 import pytest
+from fault_helpers import (
+    FAST_ZK,
+    assert_paired,
+    fail_over_controller,
+    isr_of,
+    poll_for,
+    produce,
+    started_cluster,
+    whole,
+)
 
 from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults.controller import ControllerFailover
 from faults.pause import DOCKER, Pause
 from faults.zookeeper import ZkSessionExpiry
-from fault_helpers import (started_cluster, FAST_ZK, assert_paired, fail_over_controller, isr_of, poll_for,
-                           produce, whole)
 
 T = "zkfaults"
 SESSION_MS = int(FAST_ZK["zookeeper.session.timeout.ms"])
