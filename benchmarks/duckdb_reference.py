@@ -96,6 +96,36 @@ QUERIES = {
           SELECT count(*) AS n FROM consumed
           WHERE phase = 'run' AND group_id IS NOT NULL
           GROUP BY group_id, topic, partition, "offset")""",
+    "poll_skip": """
+        WITH j AS (
+          SELECT * FROM consumed
+          WHERE phase = 'run' AND poll_seq IS NOT NULL AND assignment IS NOT NULL),
+        gen AS (
+          SELECT consumer, assignment, topic, partition, min("offset") AS lo,
+                 max("offset") AS hi, bool_or(isolation = 'read_committed') AS rc
+          FROM j GROUP BY consumer, assignment, topic, partition),
+        cand AS (
+          SELECT DISTINCT g.consumer, g.assignment, d.topic, d.partition, d."offset"
+          FROM gen g JOIN consumed d
+            ON d.phase = 'drain' AND d.topic = g.topic AND d.partition = g.partition
+           AND d."offset" > g.lo AND d."offset" < g.hi
+          WHERE NOT (g.rc AND coalesce(d.record_id IN (
+                       SELECT record_id FROM produced WHERE txn_outcome = 'aborted'), false)))
+        SELECT count(*) FROM (
+          SELECT DISTINCT consumer, topic, partition, "offset" FROM cand c
+          WHERE NOT EXISTS (SELECT 1 FROM j
+                            WHERE j.consumer = c.consumer AND j.assignment = c.assignment
+                              AND j.topic = c.topic AND j.partition = c.partition
+                              AND j."offset" = c."offset"))""",
+    "nonmonotonic_poll": """
+        WITH j AS (
+          SELECT "offset",
+                 max("offset") OVER (PARTITION BY consumer, assignment, topic, partition
+                                     ORDER BY poll_seq, "offset"
+                                     ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS m
+          FROM consumed
+          WHERE phase = 'run' AND poll_seq IS NOT NULL AND assignment IS NOT NULL)
+        SELECT count(*) FROM j WHERE "offset" <= m""",
     "recovered": """
         SELECT count(DISTINCT p.record_id) FROM produced p
         WHERE p.status = 'indeterminate'
@@ -103,7 +133,8 @@ QUERIES = {
 }
 
 ANOMALIES = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-             "aborted_read", "skipped", "redelivered", "recovered")
+             "aborted_read", "skipped", "redelivered", "recovered", "poll_skip",
+             "nonmonotonic_poll")
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed")
 
 
@@ -116,7 +147,14 @@ def reference_counts(run_dir: str, threads: int | None = None) -> dict:
     for table in ("produced", "consumed", "commits"):
         files = [str(f) for f in part_files(run_dir, table)]
         if files:
-            con.execute(f"CREATE VIEW {table} AS SELECT * FROM read_parquet({files!r})")
+            # union_by_name: histories written before poll_seq and assignment lack them
+            con.execute(f"CREATE VIEW {table}_files AS SELECT * FROM "
+                        f"read_parquet({files!r}, union_by_name = true)")
+            have = {r[0] for r in con.execute(f"DESCRIBE {table}_files").fetchall()}
+            cols = ", ".join(f'"{f.name}"' if f.name in have
+                             else f'NULL::{_duck_type(f.type)} AS "{f.name}"'
+                             for f in SCHEMAS[table])
+            con.execute(f"CREATE VIEW {table} AS SELECT {cols} FROM {table}_files")
         else:
             cols = ", ".join(f'"{f.name}" {_duck_type(f.type)}' for f in SCHEMAS[table])
             con.execute(f"CREATE TABLE {table} ({cols})")

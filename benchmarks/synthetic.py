@@ -100,6 +100,9 @@ def expected_anomalies(spec: SyntheticSpec) -> dict[str, int]:
         "skipped": n("skipped"),
         "redelivered": n("redelivered"),
         "recovered": n("recovered") + n("divergent"),
+        # the consumed rows carry no poll_seq or assignment: nothing is judged
+        "poll_skip": 0,
+        "nonmonotonic_poll": 0,
     }
 
 
@@ -425,6 +428,10 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
             "isolation": pc.take(pa.array(["read_uncommitted", "read_committed"]),
                                  pa.array(consumed["iso"][s])),
             "recv_ts_us": pa.array(consumed["recv"][s], pa.int64()),
+            # not told: the poll kinds are checked on the casebook
+            # (tests/unit/spark/test_reconcile_cases.py), not here
+            "poll_seq": pa.nulls(len(seq), pa.int64()),
+            "assignment": pa.nulls(len(seq), pa.int32()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["consumed"]),
                        hist / "consumed" / f"synthetic-{part_no:06d}.parquet")
@@ -477,7 +484,7 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
             "synthetic": {"records": spec.records, "inject": dict(spec.inject), "seed": spec.seed},
         }, sort_keys=False))
         (run_dir / "manifest.json").write_text(json.dumps({
-            "run_id": spec.run_id, "generator": "spark_reports.synthetic",
+            "run_id": spec.run_id, "generator": "benchmarks/synthetic.py",
             "seed": spec.seed}, indent=2))
 
 

@@ -1,6 +1,6 @@
 """Verify time and peak memory at 1 M and 10 M produced records, against DuckDB.
 
-For each size: write a synthetic history (spark_reports.synthetic, anomalies of
+For each size: write a synthetic history (benchmarks/synthetic.py, anomalies of
 every kind injected) under benchmarks/data/ (reused when present), then run
 `harness verify` and the DuckDB reference (benchmarks/duckdb_reference.py) each
 as a subprocess, sampling the resident memory of the whole process tree
@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate  # noqa: E402
+from synthetic import INJECTABLE, SyntheticSpec, generate  # noqa: E402
 
 PY = sys.executable
 PAGE = os.sysconf("SC_PAGE_SIZE")

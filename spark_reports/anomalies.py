@@ -1,134 +1,89 @@
-"""Every anomaly kind's offending rows, from the views (spark_reports/reconcile.py).
+"""Every anomaly kind of the spec, one function each, named after its row.
 
-Lost, recovered, unexpected, aborted_read, reordered and redelivered are
-filters of one view. The others need rows of the consumed table (every
-delivery of a duplicate, every delivery at a divergent offset, what was read
-at an overwritten record's offset, what the drain saw where a group skipped):
-those rows are found in **one** scan of consumed, against small key sets
-whose sizes were observed when the views were written, and kept as the
-`watched` view. A kind whose key set is empty (the usual case in a passing
-run) costs no job at all. Each kind's rows are written to
-report/anomalies/<kind>/ (by the driver when few, by Spark otherwise) and the
-count is taken from what was written, so summary.json and the Parquet cannot
-disagree.
+Each function returns the kind's offending rows (a DataFrame, not yet
+computed); write_anomalies (spark_reports/anomaly_output.py) writes them to
+report/anomalies/<kind>/ and counts them by the spec's counting rule (COUNT_BY),
+from what was written, so summary.json and the Parquet cannot disagree.
 
-Rows written per kind (count rule in COUNT_BY): lost, recovered, unexpected,
-aborted_read, reordered: one row per record; overwritten: one row per
-(record, other delivery at its offset); duplicate and divergent: every
-delivery involved; skipped and redelivered: one row per (group, position).
+Most kinds are filters of one view (spark_reports/reconcile.py). The kinds that
+need rows of the consumed table (every delivery of a duplicate, every delivery
+at a divergent offset, what was read at an overwritten record's offset, what
+the drain saw where a group skipped or a consumer jumped) share **one** scan of
+consumed against small key sets whose sizes were observed when the views were
+written (Inputs.watched). A kind whose key set is empty (the usual case in a
+passing run) costs no job at all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import reduce
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_reports.reconcile import (ABORTED_READ, ACKED_AT, AT_OWN_OFFSET, CONSUMED, DIVERGENT,
-                                     LOST, MISSED, OFFSET, PRODUCED_COLS, RECOVERED, UNEXPECTED,
-                                     Views, small)
-from spark_reports.storage import RunLocation
+from spark_reports.reconcile import (
+    ACKED_AT,
+    AT_OWN_OFFSET,
+    CONSUMED,
+    DIVERGENT,
+    MISSED,
+    OFFSET,
+    PRODUCED_COLS,
+    Views,
+    count_if,
+    small,
+)
 
 KINDS = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-         "aborted_read", "skipped", "redelivered", "recovered")
+         "aborted_read", "skipped", "redelivered", "recovered", "poll_skip",
+         "nonmonotonic_poll")
 
-# How each kind is counted from its written rows: distinct keys, or a sum.
+# How each kind is counted from its written rows (the spec's counting rules):
+# distinct keys, a sum of a column, or every row.
 COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
     "lost": ("distinct", ("record_id",)),
     "overwritten": ("distinct", ("record_id",)),
     "duplicate": ("distinct", ("record_id",)),
     "reordered": ("distinct", ("record_id",)),
     "unexpected": ("distinct", ("record_id",)),
-    "divergent": ("distinct", ("topic", "partition", "offset")),
+    "divergent": ("distinct", OFFSET),
     "aborted_read": ("distinct", ("record_id",)),
-    "skipped": ("distinct", ("group_id", "topic", "partition", "offset")),
+    "skipped": ("distinct", ("group_id", *OFFSET)),
     "redelivered": ("sum", ("extra_deliveries",)),
     "recovered": ("distinct", ("record_id",)),
+    "poll_skip": ("distinct", ("consumer", *OFFSET)),
+    "nonmonotonic_poll": ("rows", ()),
 }
 
-SAMPLE_ROWS = 20
-REORDERED_COLS = ("record_id", "producer", "seq", "status", "pos_topic", "pos_partition",
-                  "pos_offset", "pos_from_drain", "earlier_max_offset")
-OW_COLS = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
+POS_COLS = ("pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
+POLL_KEY = ("consumer", "assignment", "topic", "partition")
 
 
-def anomaly_frames(v: Views, consumed: DataFrame, materialize,
-                   read_committed_groups: set[str]) -> dict[str, DataFrame]:
-    """Every offending row per kind (not yet computed: write_anomalies writes them).
-    materialize(name, df, observe) -> (df, observed), as for the views.
-    read_committed_groups: the groups with a read_committed `run` row
-    (validate.HistoryValues)."""
-    r, n = v.records, v.sizes
-    produced_cols = list(PRODUCED_COLS)
-    pos_cols = ["pos_topic", "pos_partition", "pos_offset", "pos_from_drain"]
-    out: dict[str, DataFrame] = {}
-    # the kinds that show whole produced rows (FLAGGED), from their own small table if
-    # the path made one
-    f = v.ready.get("flagged", r)
+@dataclass
+class Inputs:
+    """What the rules read: the views, the consumed table, a way to write scratch
+    views (materialize(name, df, observe) -> (df, observed)), and the groups with a
+    read_committed `run` row."""
+    views: Views
+    consumed: DataFrame
+    materialize: object
+    read_committed_groups: set[str]
+    _memo: dict = field(default_factory=dict)
 
-    out["lost"] = f.where(LOST()).select(*produced_cols)
+    def once(self, name: str, make):
+        if name not in self._memo:
+            self._memo[name] = make(self)
+        return self._memo[name]
 
-    out["recovered"] = f.where(RECOVERED()).select(*produced_cols, *pos_cols, "deliveries")
 
-    out["unexpected"] = f.where(UNEXPECTED()).select(
-        F.when(F.col("producer").isNull(), F.lit("never sent"))
-        .otherwise(F.lit("failed outside a transaction")).alias("reason"),
-        *produced_cols, *pos_cols, "deliveries")
-
-    out["aborted_read"] = f.where(ABORTED_READ()).select(*produced_cols, *pos_cols)
-
-    if "reordered" in v.ready:
-        out["reordered"] = v.ready["reordered"]
-    else:
-        earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
-                   .rowsBetween(Window.unboundedPreceding, -1))
-        out["reordered"] = (r.where(F.col("producer").isNotNull() & CONSUMED())
-                            .select(*REORDERED_COLS[:-1])
-                            .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
-                            .where(F.col("pos_offset") < F.col("earlier_max_offset")))
-
-    out["redelivered"] = v.groups.where(F.col("deliveries") > 1).select(
-        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"))
-
-    # The small key sets, and the one scan of consumed that serves them all.
-    dup = v.ready.get("duplicates", r.where(F.col("n_positions") >= 2)).select(
-        "record_id", "producer", "seq", "status", "n_positions")
-    divergent_at = v.offsets.where(DIVERGENT()).select(*OFFSET)
-    # a path may know the drain's record at a missed offset already (drain_record_id)
-    missed = v.groups.where(MISSED()).select(
-        "group_id", *OFFSET, "committed_offset",
-        *(["drain_record_id"] if "drain_record_id" in v.groups.columns else []))
-    if v.keyed is not None:
-        watched, candidates, n_candidates = (v.keyed.watched, v.keyed.candidates,
-                                             v.keyed.n_candidates)
-    else:
-        candidates, n_candidates = overwrite_candidates(r, n, divergent_at, materialize)
-        offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
-            (divergent_at, n["divergent_offsets"]), (candidates, n_candidates),
-            (missed, n["missed"])) if rows]
-        watched = watched_rows(consumed, offset_sets,
-                               (dup.select("record_id"), n["duplicate_ids"]), materialize)
-
-    out["duplicate"] = _unless_none(n["duplicate_ids"], watched.join(
-        small(dup, n["duplicate_ids"]), "record_id").select(
-        "record_id", "producer", "seq", "status", "n_positions", *OFFSET, "consumer",
-        "group_id", "phase", "recv_ts_us"))
-
-    out["divergent"] = _unless_none(n["divergent_offsets"], watched.join(
-        small(divergent_at, n["divergent_offsets"]), list(OFFSET)).select(
-        *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"))
-
-    out["overwritten"] = _unless_none(n_candidates, (
-        watched.select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
-                       F.col("consumer").alias("consumed_by"))
-        .join(small(candidates, n_candidates), list(OFFSET))
-        .where(F.col("consumed_record_id").isNull()
-               | (F.col("consumed_record_id") != F.col("record_id")))
-        .select(*OW_COLS, "consumed_record_id", "consumed_by")))
-
-    out["skipped"] = _skipped(v, missed, watched, consumed, read_committed_groups)
-    return out
+def anomaly_frames(x: Inputs) -> dict[str, DataFrame]:
+    """Every kind's offending rows."""
+    rules = {"lost": lost, "overwritten": overwritten, "duplicate": duplicate,
+             "reordered": reordered, "unexpected": unexpected, "divergent": divergent,
+             "aborted_read": aborted_read, "skipped": skipped, "redelivered": redelivered,
+             "recovered": recovered, "poll_skip": poll_skip,
+             "nonmonotonic_poll": nonmonotonic_poll}
+    return {k: rules[k](x) for k in KINDS}
 
 
 def _unless_none(rows: int, df: DataFrame) -> DataFrame:
@@ -137,25 +92,248 @@ def _unless_none(rows: int, df: DataFrame) -> DataFrame:
     return df if rows else df.limit(0)
 
 
-def overwrite_candidates(records: DataFrame, n: dict, divergent_at: DataFrame, materialize
-                         ) -> tuple[DataFrame, int]:
-    """Acked records that may have been overwritten, and how many.
+# -- filters of the records view --
 
-    An acked record consumed at its acked offset, where no other record_id and no
-    foreign payload was seen, is not overwritten. So only two kinds of acked record
-    are checked against the consumed rows at their offset: those whose position is
-    elsewhere or unknown (lost, moved, duplicated), and those acked at a divergent
-    offset (a record whose position is not known yet counts as elsewhere)."""
+def lost(x: Inputs) -> DataFrame:
+    """lost: an `acked` record never consumed in any phase (by any consumer)."""
+    r = x.views.records
+    return r.where((F.col("status") == "acked") & ~CONSUMED()).select(*PRODUCED_COLS)
+
+
+def recovered(x: Inputs) -> DataFrame:
+    """recovered: an `indeterminate` record that was consumed (counted, never a
+    violation)."""
+    r = x.views.records
+    return r.where((F.col("status") == "indeterminate") & CONSUMED()).select(
+        *PRODUCED_COLS, *POS_COLS, "deliveries")
+
+
+def unexpected(x: Inputs) -> DataFrame:
+    """unexpected: a consumed record_id that was never sent, or was `failed` outside
+    a transaction (records of aborted transactions are judged by aborted_read
+    alone). Rows with a null record_id are not counted here (consumed_foreign)."""
+    r = x.views.records
+    never_sent = F.col("producer").isNull()
+    return r.where(CONSUMED() & (never_sent | ((F.col("status") == "failed")
+                                               & ~F.col("in_txn")))).select(
+        F.when(never_sent, F.lit("never sent"))
+        .otherwise(F.lit("failed outside a transaction")).alias("reason"),
+        *PRODUCED_COLS, *POS_COLS, "deliveries")
+
+
+def aborted_read(x: Inputs) -> DataFrame:
+    """aborted_read: a `read_committed` consumer saw a record whose txn_outcome is
+    `aborted`."""
+    r = x.views.records
+    return r.where((F.col("read_committed_seen") == 1)
+                   & (F.col("txn_outcome") == "aborted")).select(*PRODUCED_COLS, *POS_COLS)
+
+
+def reordered(x: Inputs) -> DataFrame:
+    """reordered: same producer and partition, seq a < seq b but offset a > offset b.
+    Counted (the spec): records whose position offset is lower than the highest
+    offset among the same producer's earlier seqs on that partition."""
+    earlier = (Window.partitionBy("producer", "pos_topic", "pos_partition").orderBy("seq")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    return (x.views.records.where(F.col("producer").isNotNull() & CONSUMED())
+            .select("record_id", "producer", "seq", "status", "topic", "partition",
+                    "ack_ts_us", *POS_COLS)
+            .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
+            .where(F.col("pos_offset") < F.col("earlier_max_offset")))
+
+
+def redelivered(x: Inputs) -> DataFrame:
+    """redelivered: the same (partition, offset) delivered more than once to one group
+    in `run` (counted: k − 1 extra deliveries for a position delivered k times)."""
+    return x.views.groups.where(F.col("deliveries") > 1).select(
+        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"))
+
+
+# -- kinds that read rows of the consumed table --
+
+def duplicate(x: Inputs) -> DataFrame:
+    """duplicate: one record_id consumed at two or more distinct (topic, partition,
+    offset); every delivery of it is a row."""
+    n = x.views.sizes["duplicate_ids"]
+    dup = _duplicate_ids(x)
+    return _unless_none(n, x.once("watched", _watched).join(small(dup, n), "record_id").select(
+        "record_id", "producer", "seq", "status", "ack_ts_us", "n_positions", *OFFSET,
+        "consumer", "group_id", "phase", "recv_ts_us"))
+
+
+def divergent(x: Inputs) -> DataFrame:
+    """divergent: two consumers saw different record_ids at the same (topic,
+    partition, offset); every delivery there is a row."""
+    n = x.views.sizes["divergent_offsets"]
+    return _unless_none(n, x.once("watched", _watched).join(
+        small(_divergent_at(x), n), list(OFFSET)).select(
+        *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"))
+
+
+def overwritten(x: Inputs) -> DataFrame:
+    """overwritten: `acked` at (partition, offset) but another record (or a payload the
+    harness did not write) was consumed at that offset; one row per (record, other
+    delivery there)."""
+    candidates, n = x.once("candidates", _overwrite_candidates)
+    return _unless_none(n, (
+        x.once("watched", _watched)
+        .select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
+                F.col("consumer").alias("consumed_by"))
+        .join(small(candidates, n), list(OFFSET))
+        .where(F.col("consumed_record_id").isNull()
+               | (F.col("consumed_record_id") != F.col("record_id")))
+        .select("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us",
+                "consumed_record_id", "consumed_by")))
+
+
+def skipped(x: Inputs) -> DataFrame:
+    """skipped: the group committed past an offset that the drain saw but no `run`
+    consumer of that group received. Reading: commits with ok = true, a group and
+    consumer != 'drain'; an offset whose drained record (the lowest record_id if the
+    drain saw several) is of an aborted transaction is not skipped by a group that
+    reads committed (any of its run rows read_committed)."""
+    n = x.views.sizes["missed"]
+    missed = _missed(x)
+    drained = (x.once("watched", _watched)
+               .where((F.col("phase") == "drain") & F.col("record_id").isNotNull())
+               .groupBy(*OFFSET).agg(F.min("record_id").alias("drain_record_id")))
+    rows = missed.join(drained, list(OFFSET), "left")
+    aborted = _aborted(x, rows.select("drain_record_id"), n)
+    group_rc = x.consumed.sparkSession.createDataFrame(
+        [(g, True) for g in sorted(x.read_committed_groups)],
+        "group_id string, group_read_committed boolean")
+    return _unless_none(n, rows.join(aborted, "drain_record_id", "left")
+                        .join(F.broadcast(group_rc), "group_id", "left")
+                        .where(~(F.coalesce("drain_record_aborted", F.lit(False))
+                                 & F.coalesce("group_read_committed", F.lit(False))))
+                        .select("group_id", *OFFSET, "committed_offset", "drain_record_id"))
+
+
+def poll_skip(x: Inputs) -> DataFrame:
+    """poll_skip: an offset strictly between the lowest and the highest offset that one
+    `run` consumer received from one partition in one assignment generation, at
+    which the drain saw a record this consumer was allowed to read (read_committed:
+    not a record of an aborted transaction), and which that consumer did not receive
+    in that generation. Counted: distinct (consumer, topic, partition, offset).
+
+    Reading: the offsets between lowest and highest not received are those a
+    delivery jumped over (in poll_seq order, an offset above the highest received
+    before + 1: _poll_rows) and that no later delivery of the generation filled."""
+    jumped, n = x.once("jumped", _jumped)
+    watched = x.once("watched", _watched)
+    received = (watched.where(F.col("phase") == "run")
+                .select(*POLL_KEY, "offset").distinct())
+    drained = (watched.where(F.col("phase") == "drain")
+               .select(*OFFSET, F.col("record_id").alias("drain_record_id")))
+    rows = (jumped.join(received, [*POLL_KEY, "offset"], "left_anti")
+            .join(drained, list(OFFSET)))
+    aborted = _aborted(x, rows.select("drain_record_id"), n)
+    allowed = ~(F.coalesce("drain_record_aborted", F.lit(False))
+                & (F.col("isolation") == "read_committed"))
+    return _unless_none(n, rows.join(aborted, "drain_record_id", "left").where(allowed)
+                        .select("consumer", "group_id", "assignment", *OFFSET, "isolation",
+                                "jumped_from", "jumped_to", "drain_record_id"))
+
+
+def nonmonotonic_poll(x: Inputs) -> DataFrame:
+    """nonmonotonic_poll: a delivery to a `run` consumer, in one assignment generation,
+    of an offset of one partition lower than or equal to the highest offset it had
+    received from that partition earlier in that generation (earlier: lower
+    poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
+    are not judged (summary: poll_checks.left_out)."""
+    rows, _ = x.once("poll", _poll_rows)
+    return rows.where(F.col("offset") <= F.col("earlier_max_offset")).select(
+        "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
+        "record_id", "recv_ts_us")
+
+
+# -- shared inputs, each computed once --
+
+def _duplicate_ids(x: Inputs) -> DataFrame:
+    return x.views.records.where(F.col("n_positions") >= 2).select(
+        "record_id", "producer", "seq", "status", "ack_ts_us", "n_positions")
+
+
+def _divergent_at(x: Inputs) -> DataFrame:
+    return x.views.offsets.where(DIVERGENT()).select(*OFFSET)
+
+
+def _missed(x: Inputs) -> DataFrame:
+    return x.views.groups.where(MISSED()).select("group_id", *OFFSET, "committed_offset")
+
+
+def _aborted(x: Inputs, ids: DataFrame, n: int) -> DataFrame:
+    """(drain_record_id, drain_record_aborted) of those of `ids` (about n rows) that
+    are records of aborted transactions."""
+    return (x.views.records.where(F.col("txn_outcome") == "aborted")
+            .select(F.col("record_id").alias("drain_record_id"))
+            .join(small(ids.where(F.col("drain_record_id").isNotNull()).distinct(), n),
+                  "drain_record_id", "left_semi")
+            .select("drain_record_id", F.lit(True).alias("drain_record_aborted")))
+
+
+def _overwrite_candidates(x: Inputs) -> tuple[DataFrame, int]:
+    """Acked records that may have been overwritten, and how many. One consumed at its
+    acked offset, where no other record_id and no foreign payload was seen, is not:
+    so only those whose position is elsewhere or unknown, and those acked at a
+    divergent offset, are checked against the consumed rows at their offset."""
+    n = x.views.sizes
+    cols = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
     if not (n["moved_acked"] or n["divergent_offsets"]):
-        return records.select(*OW_COLS).limit(0), 0
-    acked_at, elsewhere = records.where(ACKED_AT()), ~AT_OWN_OFFSET()
+        return x.views.records.select(*cols).limit(0), 0
+    acked_at, elsewhere = x.views.records.where(ACKED_AT()), ~AT_OWN_OFFSET()
     if n["divergent_offsets"]:
-        acked_at = acked_at.join(small(divergent_at.withColumn("_div", F.lit(True)),
+        acked_at = acked_at.join(small(_divergent_at(x).withColumn("_div", F.lit(True)),
                                        n["divergent_offsets"]), list(OFFSET), "left")
         elsewhere = elsewhere | F.col("_div").isNotNull()
-    candidates = acked_at.where(elsewhere).select(*OW_COLS)
-    df, seen = materialize("overwrite_candidates", candidates, {"rows": F.count(F.lit(1))})
+    df, seen = x.materialize("overwrite_candidates", acked_at.where(elsewhere).select(*cols),
+                             {"rows": F.count(F.lit(1))})
     return df, int(seen["rows"])
+
+
+def _poll_rows(x: Inputs) -> tuple[DataFrame, dict]:
+    """The judged `run` deliveries that went back or jumped, with the highest offset
+    the consumer had received from that partition earlier in that generation
+    (earlier_max_offset); a delivery right after the previous highest says nothing
+    and is not kept. Sorted once, by (consumer, assignment, partition, poll_seq)."""
+    judged = x.consumed.where((F.col("phase") == "run") & F.col("poll_seq").isNotNull()
+                              & F.col("assignment").isNotNull())
+    earlier = (Window.partitionBy(*POLL_KEY).orderBy("poll_seq", "offset")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    rows = judged.select("*", F.max("offset").over(earlier).alias("earlier_max_offset"))
+    went_back = F.col("offset") <= F.col("earlier_max_offset")
+    jumped = F.col("offset") > F.col("earlier_max_offset") + 1
+    return x.materialize("poll", rows.where(went_back | jumped),
+                         {"jumps": count_if(jumped), "jumped_offsets": F.coalesce(F.sum(
+                             F.when(jumped, F.col("offset") - F.col("earlier_max_offset") - 1)),
+                             F.lit(0))})
+
+
+def _jumped(x: Inputs) -> tuple[DataFrame, int]:
+    """Every offset a judged delivery jumped over: (consumer, assignment, topic,
+    partition, offset) with the jump's ends, and how many."""
+    rows, seen = x.once("poll", _poll_rows)
+    n = int(seen["jumped_offsets"])
+    gaps = rows.where(F.col("offset") > F.col("earlier_max_offset") + 1).select(
+        *POLL_KEY, "group_id", "isolation", F.col("earlier_max_offset").alias("jumped_from"),
+        F.col("offset").alias("jumped_to"))
+    offsets = gaps.select("*", F.explode(F.sequence(F.col("jumped_from") + 1,
+                                                    F.col("jumped_to") - 1)).alias("offset"))
+    return _unless_none(n, offsets), n
+
+
+def _watched(x: Inputs) -> DataFrame:
+    """The consumed rows the keyed rules read, in one scan: at divergent offsets,
+    overwrite candidates' offsets, missed offsets and jumped-over offsets, and every
+    row of a duplicated record; written once."""
+    n = x.views.sizes
+    candidates, n_candidates = x.once("candidates", _overwrite_candidates)
+    jumped, n_jumped = x.once("jumped", _jumped)
+    offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
+        (_divergent_at(x), n["divergent_offsets"]), (candidates, n_candidates),
+        (_missed(x), n["missed"]), (jumped, n_jumped)) if rows]
+    ids = (_duplicate_ids(x).select("record_id"), n["duplicate_ids"])
+    return x.materialize("watched", rows_matching(x.consumed, offset_sets, ids))[0]
 
 
 def rows_matching(rows: DataFrame, offset_sets: list[tuple[DataFrame, int]],
@@ -175,113 +353,3 @@ def rows_matching(rows: DataFrame, offset_sets: list[tuple[DataFrame, int]],
     if not hit:
         return rows.limit(0)
     return c.where(reduce(lambda a, b: a | b, hit)).select(*rows.columns)
-
-
-def watched_rows(consumed: DataFrame, offset_sets: list[tuple[DataFrame, int]],
-                 ids: tuple[DataFrame, int], materialize) -> DataFrame:
-    """The consumed rows the keyed rules read (rows_matching), written once."""
-    return materialize("watched", rows_matching(consumed, offset_sets, ids), None)[0]
-
-
-def _skipped(v: Views, missed: DataFrame, watched: DataFrame, consumed: DataFrame,
-             read_committed_groups: set[str]) -> DataFrame:
-    """Drained offsets the group committed past without receiving them, unless the
-    drain's record there (the lowest record_id if it saw several) is of an aborted
-    transaction and the group reads committed."""
-    cols = ["group_id", *OFFSET, "committed_offset", "drain_record_id"]
-    if not v.sizes["missed"]:
-        return missed.withColumn("drain_record_id", F.lit(None).cast("string")).select(
-            *cols).limit(0)
-    if "drain_record_id" not in missed.columns:
-        missed = missed.withColumn("drain_record_id", F.lit(None).cast("string"))
-    drained = (watched.where((F.col("phase") == "drain") & F.col("record_id").isNotNull())
-               .groupBy(*OFFSET).agg(F.min("record_id").alias("_drained")))
-    missed = missed.join(drained, list(OFFSET), "left").withColumn(
-        "drain_record_id", F.coalesce("drain_record_id", "_drained")).drop("_drained")
-    # the drain's record at a missed offset was drained: a path's "aborted" view (the
-    # drained records of aborted transactions) has it, if it was aborted
-    aborted = (v.ready.get("aborted", v.records).where(F.col("txn_outcome") == "aborted")
-               .select(F.col("record_id").alias("drain_record_id"))
-               .join(small(missed.select("drain_record_id").where(
-                   F.col("drain_record_id").isNotNull()).distinct(), v.sizes["missed"]),
-                   "drain_record_id")
-               .select("drain_record_id", F.lit(1).alias("drain_record_aborted")))
-    group_rc = consumed.sparkSession.createDataFrame(
-        [(g, 1) for g in sorted(read_committed_groups)],
-        "group_id string, group_read_committed int")
-    return (missed.join(aborted, "drain_record_id", "left")
-            .join(F.broadcast(group_rc), "group_id", "left")
-            .where(~(F.coalesce(F.col("drain_record_aborted"), F.lit(0)) == 1)
-                   | ~(F.coalesce(F.col("group_read_committed"), F.lit(0)) == 1))
-            .select(*cols))
-
-
-@dataclass
-class AnomalyResult:
-    counts: dict[str, int]
-    samples: dict[str, list[dict]]
-    columns: dict[str, list[str]]
-
-
-# A kind with at most this many rows is fetched to the driver once (Arrow) and
-# written there: one job instead of Spark's write, read-back and sample jobs
-# (measured: benchmarks/RESULTS.md). A kind with more rows is written by Spark.
-DRIVER_WRITE_MAX_ROWS = 100_000
-
-
-def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation,
-                    step=lambda name: None) -> AnomalyResult:
-    """Write every kind's rows under report/anomalies/<kind>/ and count them from what
-    was written."""
-    counts: dict[str, int] = {}
-    samples: dict[str, list[dict]] = {}
-    columns: dict[str, list[str]] = {}
-    for kind in KINDS:
-        how, keys = COUNT_BY[kind]
-        rows = frames[kind].limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow()
-        if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
-            rows = _write_from_driver(rows, loc, kind)
-            n = (sum(v or 0 for v in rows.column(keys[0]).to_pylist()) if how == "sum"
-                 else len(set(zip(*(rows.column(k).to_pylist() for k in keys)))))
-            head = rows.slice(0, SAMPLE_ROWS).to_pylist()
-            names = rows.column_names
-        else:
-            n, head, names = _write_with_spark(spark, frames[kind], loc, kind)
-        counts[kind] = int(n)
-        columns[kind] = names
-        samples[kind] = head if n else []
-        step(f"anomalies.{kind}")
-    return AnomalyResult(counts, samples, columns)
-
-
-def _write_from_driver(rows, loc: RunLocation, kind: str):
-    """rows (an Arrow table) as report/anomalies/<kind>/part-00000.parquet, with the
-    _SUCCESS marker Spark's writer leaves; strings as Spark writes them (not large)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    schema = pa.schema([f.with_type(pa.string()) if pa.types.is_large_string(f.type) else f
-                        for f in rows.schema])
-    rows = rows.cast(schema)
-    d = loc.path("report", "anomalies", kind)
-    if loc.exists("report", "anomalies", kind):
-        loc.fs.delete_dir(d)
-    loc.fs.create_dir(d, recursive=True)
-    pq.write_table(rows, f"{d}/part-00000.parquet", filesystem=loc.fs)
-    loc.write_bytes(b"", "report", "anomalies", kind, "_SUCCESS")
-    return rows
-
-
-def _write_with_spark(spark, df: DataFrame, loc: RunLocation, kind: str):
-    """(count, sample rows, columns) of a kind too big for the driver, written by Spark
-    and counted from the files."""
-    path = loc.spark_path("report", "anomalies", kind)
-    df.write.mode("overwrite").parquet(path)
-    written = spark.read.parquet(path)
-    how, keys = COUNT_BY[kind]
-    if how == "sum":
-        n = written.agg(F.sum(keys[0])).collect()[0][0] or 0
-    else:
-        n = written.select(*keys).distinct().count()
-    head = [r.asDict(recursive=True) for r in written.limit(SAMPLE_ROWS).collect()]
-    return n, head, written.columns

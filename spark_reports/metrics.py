@@ -9,21 +9,19 @@ FINE), so only a few thousand bucket rows reach the driver. Readings chosen here
 - "inside a fault window": records *sent* between the fault and its heal.
 - throughput per second: records sent, acked (by ack time) and consumed in
   `run` (by receive time), per whole second since the epoch.
-- unavailability window of a partition: between two consecutive successful
-  acks on it (or before its first / after its last) longer than the
-  threshold, while at least one record on that partition was pending
-  (sent before the window's end and not resolved by its start; a record is
-  resolved at its ack_ts_us, failures included, and never when ack_ts_us is
-  null). The window starts at the later of the previous ack and the first
-  such send. Records with a null partition cannot be attributed and are left out.
-- recovery of a fault: for each partition it touched, the first successful
-  ack of a record *sent* at or after the injection (records already in flight
-  are acked within milliseconds and say nothing about recovery); `seconds` is
-  the slowest partition's, null when some touched partition never acked again.
+- unavailability window of a partition (the spec): between two consecutive
+  successful acks on it (or after its last) longer than the threshold, while
+  at least one record on that partition was pending (sent before the window's
+  end and not resolved by its start; a record is resolved at its ack_ts_us,
+  failures included, and never when ack_ts_us is null). The window starts at
+  the later of the previous ack and the first such send. Time before the
+  partition's first successful ack is client start-up: no window. Records with
+  a null partition cannot be attributed and are left out.
+- touched partitions and recovery of a fault: the spec's definitions
+  (touched_by_fault, recovery).
 """
 from __future__ import annotations
 
-import bisect
 import math
 from collections import defaultdict
 from functools import reduce
@@ -33,6 +31,9 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from spark_reports.timeline import Timeline, touched_partitions
+
+# How long after a heal the spec still looks for leader/ISR changes and windows.
+AFTER_HEAL_US = 10_000_000
 
 PCTS = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 DEFAULT_UNAVAILABILITY_THRESHOLD_S = 1.0
@@ -61,12 +62,12 @@ def tp_key(topics: list[str], topic: str, partition: int) -> int:
     return topics.index(topic) * (1 << 32) + partition
 
 
-def ACK_MS():  # noqa: N802 - a column expression; needs a live SparkContext, hence a function
+def ACK_MS():
     return F.when(F.col("acked") & F.col("ack_ts_us").isNotNull(),
                   (F.col("ack_ts_us") - F.col("send_ts_us")) / 1000.0)
 
 
-def E2E_MS():  # noqa: N802
+def E2E_MS():
     return F.when(F.col("first_run_recv_us").isNotNull() & F.col("send_ts_us").isNotNull(),
                   (F.col("first_run_recv_us") - F.col("send_ts_us")) / 1000.0)
 
@@ -94,11 +95,12 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
 
 
 PLAIN_TESTS_MAX = 64     # fault windows tested as plain expressions first (histograms)
-HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "recovery")
+HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "fault_sent",
+              "acked_topic_s")
 
 
-def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int | None = None,
-               touched: dict[int, list[tuple[str, int]]] | None = None) -> dict[str, list]:
+def histograms(records: DataFrame, tl: Timeline | None = None,
+               threshold_us: int | None = None) -> dict[str, list]:
     """One scan of metric_inputs for every metric: kind -> [(key, bucket, topic,
     partition, n, lo, hi)].
 
@@ -110,13 +112,14 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
     - "ack_slot" (with threshold_us): first and last ack (lo, hi) per threshold-wide
       slot (key = ack_ts_us // threshold_us) and partition (bucket = tp), for
       unavailability;
-    - "recovery" (with touched: fault index -> its partitions' tp): first ack (lo)
-      per touched partition (bucket = tp) and send segment (key = how many of the
-      touched faults' injections precede the send, 1..; recovery() reads the
-      segments at or after each fault's).
+    - "fault_sent": sends inside a fault window per partition (key = the fault's
+      index, bucket = tp), for the partitions written while it was active;
+    - "acked_topic_s": acks per second (key) and topic (bucket = tp >> 32), for
+      consumer lag.
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
-    sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
+    def sec(c):
+        return F.floor(F.col(c) / 1_000_000).cast("long")
     ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
 
     def item(kind, key, bucket, value):
@@ -134,8 +137,9 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
         # ack_ts_us is below 2^53: exact as a double
         items.append(F.when(attributed_ack, item(
             "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
+    items.append(F.when(attributed_ack, item("acked_topic_s", sec("ack_ts_us"),
+                                             F.shiftright(tp, 32), F.lit(0))))
     faults = tl.faults if tl is not None else []
-    touched = {i: tps for i, tps in (touched or {}).items() if tps and i < len(faults)}
     # The fault windows are higher-order functions over a literal array, which Spark
     # interprets row by row; a plain test first keeps the rows no window concerns
     # away from them. One plain expression per fault instead made the generated
@@ -150,19 +154,8 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
         inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
         extra = F.flatten(F.transform(inside, lambda w: F.array(
             F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
-            F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)))))
-    if touched:
-        # One item per record: the send's segment between the injections stands for
-        # every fault before it (a per-fault array here was interpreted for each record
-        # sent after the first fault: 3.4 of 24 s at 10 M).
-        starts = _injections(faults, touched)
-        seg = (reduce(lambda a, b: a + b, [(send >= s).cast("int") for s in starts])
-               if len(starts) <= PLAIN_TESTS_MAX else F.aggregate(
-                   F.array(*[F.lit(s) for s in starts]), F.lit(0),
-                   lambda n, a: n + (send >= a).cast("int")))
-        items.append(F.when(attributed_ack & (seg > 0) & tp.isin(
-            *sorted({k for tps in touched.values() for k in tps})),
-            item("recovery", seg, tp, ack_ts)))
+            F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)),
+            F.when(tp.isNotNull(), item("fault_sent", w["i"], tp, F.lit(0))))))
     items = F.array(*items)
     if extra is not None:
         # the windows' higher-order functions are interpreted: only for rows near one
@@ -176,12 +169,6 @@ def histograms(records: DataFrame, tl: Timeline | None = None, threshold_us: int
     for r in rows:
         out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
     return out
-
-
-def _injections(faults, indexes) -> list[int]:
-    """The distinct injection times of the faults at `indexes`, sorted: the bounds of
-    the send segments that histograms() keys "recovery" by and recovery() reads."""
-    return sorted({faults[i].start_us for i in indexes})
 
 
 def latencies(hist: dict[str, list]) -> dict:
@@ -205,7 +192,8 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
 def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     """Sent / acked / consumed-in-run counts and ack latency per second (for the plots),
     from histograms() and one scan of consumed."""
-    sec = lambda c: F.floor(F.col(c) / 1_000_000).cast("long")  # noqa: E731
+    def sec(c):
+        return F.floor(F.col(c) / 1_000_000).cast("long")
     cons = (consumed.where(F.col("phase") == "run").groupBy(sec("recv_ts_us").alias("s"))
             .agg(F.count(F.lit(1)).alias("consumed")).collect())
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
@@ -224,6 +212,40 @@ def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     for r in cons:
         table[r["s"]]["consumed"] = int(r["consumed"])
     return [{"second": s_, **table[s_]} for s_ in sorted(table)]
+
+
+def consumer_lag(hist: dict[str, list], groups: DataFrame, topics: list[str]) -> list[dict]:
+    """Consumer lag per second per group (the spec): records acked by the end of that
+    second, on the topics the group read, and not yet delivered to the group by
+    then (a position counts as delivered from its first `run` delivery), from
+    histograms()' "acked_topic_s" and the groups view. Never below 0 (a group may
+    read records that were never acked)."""
+    firsts = (groups.where(F.col("deliveries") > 0)
+              .groupBy("group_id", "topic",
+                       F.floor(F.col("first_recv_us") / 1_000_000).cast("long").alias("s"))
+              .agg(F.count(F.lit(1)).alias("n")).collect())
+    acked: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    for s_, t, n, _, _ in hist["acked_topic_s"]:
+        acked[topics[t]][s_] += int(n)
+    delivered: dict[str, dict[int, int]] = defaultdict(lambda: defaultdict(int))
+    read: dict[str, set] = defaultdict(set)
+    for r in firsts:
+        delivered[r["group_id"]][r["s"]] += int(r["n"])
+        read[r["group_id"]].add(r["topic"])
+    out = []
+    for g in sorted(delivered):
+        per_s: dict[int, int] = defaultdict(int)
+        for t in read[g]:
+            for s_, n in acked.get(t, {}).items():
+                per_s[s_] += n
+        for s_, n in delivered[g].items():
+            per_s[s_] -= n
+        total, series = 0, []
+        for s_ in range(min(per_s), max(per_s) + 1):
+            total += per_s.get(s_, 0)
+            series.append({"second": s_, "lag": max(total, 0)})
+        out.append({"group_id": g, "per_second": series})
+    return out
 
 
 def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: int | None,
@@ -246,12 +268,12 @@ def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: in
     gaps = []   # (gap_id, topic, partition, a, b, ended_by_ack)
     for tp in parts:
         acks = sorted(by_part.get(tp_key(topics, *tp), []))
-        prev = 0     # before the first ack: from the partition's first pending send
+        prev = None     # before the first ack: client start-up, not unavailability
         for lo, hi in acks:
-            if lo - prev > thr:
+            if prev is not None and lo - prev > thr:
                 gaps.append((len(gaps), tp[0], tp[1], prev, lo, True))
             prev = hi
-        if run_end_us - prev > thr:
+        if prev is not None and run_end_us - prev > thr:
             gaps.append((len(gaps), tp[0], tp[1], prev, run_end_us, False))
     if not gaps:
         return []
@@ -282,32 +304,62 @@ def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: in
     return sorted(out, key=lambda w: (w["start_us"], w["topic"], w["partition"]))
 
 
-def touched_by_fault(tl: Timeline, all_partitions: list[tuple[str, int]]) -> dict:
-    """fault index -> (its partitions, how they were chosen)."""
-    return {i: touched_partitions(f, tl, all_partitions) for i, f in enumerate(tl.faults)}
+def touched_by_fault(tl: Timeline, hist: dict[str, list], all_partitions: list[tuple[str, int]],
+                     topics: list[str]) -> dict:
+    """fault index -> (its touched partitions, how they were chosen): timeline's
+    touched_partitions, with the partitions written while each fault was active
+    from histograms()' "fault_sent" rows."""
+    keys = {tp_key(topics, t, p): (t, p) for t, p in all_partitions}
+    written: dict[int, set] = defaultdict(set)
+    for i, tp, _, _, _ in hist["fault_sent"]:
+        if tp in keys:
+            written[i].add(keys[tp])
+    return {i: touched_partitions(f, tl, all_partitions, sorted(written[i]), AFTER_HEAL_US)
+            for i, f in enumerate(tl.faults)}
 
 
-def recovery(tl: Timeline, touched: dict, hist: dict[str, list],
-             topics: list[str]) -> list[dict]:
-    """Per fault, the first ack after it on each partition it touched, from
-    histograms(records, tl, touched=…)'s "recovery" rows."""
-    starts = _injections(tl.faults, [i for i, (parts, _) in touched.items() if parts])
+def recovery(tl: Timeline, touched: dict, windows: list[dict]) -> list[dict]:
+    """Per fault, the spec's recovery from the unavailability windows: for each
+    touched partition, the end of the last window that began between the injection
+    and 10 s after the heal, minus the injection (0 when there is none). Reading:
+    a window still open at the injection counts as beginning with it (acks stop a
+    moment *before* the fault is logged: its last ack is the window's start);
+    `after_heal_s`, that end minus the heal (not below 0; null for a fault never
+    healed); `unavailable_s`, those windows' summed seconds. A window still open
+    when sends ended makes the partition's recovery null (never recovered). The
+    fault's three numbers are the largest over its partitions; `seconds` is null
+    when a partition never recovered (and so are the other two)."""
     out = []
     for i, f in enumerate(tl.faults):
         parts, reason = touched[i]
-        since = bisect.bisect_right(starts, f.start_us)      # f's own segment
-        firsts: dict[int, int] = {}
-        for seg, tp, _, lo, _ in hist["recovery"]:
-            if seg >= since:
-                firsts[tp] = min(firsts.get(tp, int(lo)), int(lo))
-        keys = {(t, p): tp_key(topics, t, p) for t, p in parts}
-        per = {f"{t}-{p}": ((firsts[keys[(t, p)]] - f.start_us) / 1e6
-                            if keys[(t, p)] in firsts else None) for t, p in parts}
-        known = [s for s in per.values() if s is not None]
-        never = sorted(k for k, s in per.items() if s is None)
+        per = {f"{t}-{p}": _partition_recovery(f, [
+            w for w in windows if (w["topic"], w["partition"]) == (t, p)
+            and w["end_us"] >= f.start_us and w["start_us"] <= f.end_us + AFTER_HEAL_US])
+            for t, p in parts}
+        never = sorted(k for k, r in per.items() if r is None)
         out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,
                     "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
-                    "seconds": (round(max(known), 6) if known and not never else None),
-                    "partitions": per, "partitions_from": reason,
-                    "never_acked_after": never})
+                    "seconds": _largest(per, "seconds"),
+                    "after_heal_s": _largest(per, "after_heal_s") if f.healed else None,
+                    "unavailable_s": _largest(per, "unavailable_s"),
+                    "partitions": per, "partitions_from": reason, "never_recovered": never})
     return out
+
+
+def _largest(per: dict, key: str) -> float | None:
+    if any(r is None for r in per.values()):
+        return None
+    return round(max((r[key] for r in per.values()), default=0.0), 6)
+
+
+def _partition_recovery(f, windows: list[dict]) -> dict | None:
+    """One touched partition's recovery from its windows that began in the fault's
+    span; None when one of them never closed."""
+    if any(not w["ended_by_ack"] for w in windows):
+        return None
+    end = max((w["end_us"] for w in windows), default=None)
+    if end is None:
+        return {"seconds": 0.0, "after_heal_s": 0.0, "unavailable_s": 0.0}
+    return {"seconds": round((end - f.start_us) / 1e6, 6),
+            "after_heal_s": round(max(0, end - f.end_us) / 1e6, 6),
+            "unavailable_s": round(sum(w["seconds"] for w in windows), 6)}

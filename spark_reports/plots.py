@@ -64,10 +64,47 @@ def latency_png(per_second: list[dict], faults: list[dict], t0_us: int) -> bytes
     return _png(fig)
 
 
+def lag_png(lag: list[dict], faults: list[dict], t0_us: int) -> bytes | None:
+    """Consumer lag per second, one line per group: a consumer that stops while
+    records wait climbs."""
+    if not lag:
+        return None
+    fig, ax = plt.subplots(figsize=(11, 3.2))
+    for g in lag:
+        ax.plot([p["second"] - t0_us / 1e6 for p in g["per_second"]],
+                [p["lag"] for p in g["per_second"]], lw=1, label=g["group_id"])
+    _fault_bands(ax, faults, t0_us)
+    ax.set_xlabel("seconds since first send")
+    ax.set_ylabel("records acked, not yet delivered")
+    ax.set_title("Consumer lag per group")
+    ax.legend(loc="upper right", fontsize=8, ncol=4)
+    ax.grid(alpha=0.3)
+    return _png(fig)
+
+
+MARKS = {"lost": ("#000000", "x"), "overwritten": ("#762a83", "D")}
+
+
+def _anomaly_marks(ax, marks: dict, names: list[str], t0_us: int) -> None:
+    """Lost and overwritten records on their partition's row, from first to last ack."""
+    for kind, groups in marks.items():
+        color, marker = MARKS[kind]
+        for g in groups:
+            name = f"{g['topic']}-{g['partition']}"
+            if name not in names or g.get("first_ack_us") is None:
+                continue
+            row = names.index(name)
+            xs = [(g["first_ack_us"] - t0_us) / 1e6, (g["last_ack_us"] - t0_us) / 1e6]
+            ax.plot(xs, [row - 0.05] * 2, color=color, lw=2, marker=marker, ms=5,
+                    label=kind if kind not in ax.get_legend_handles_labels()[1] else None)
+
+
 def leadership_png(observations: list[dict], partitions: list[str], unavailability: list[dict],
-                   faults: list[dict], t0_us: int, t_end_us: int) -> bytes | None:
-    """One row per partition: leader as coloured segments, ISR size as text, and
-    unavailability windows as red hatched bars below."""
+                   faults: list[dict], t0_us: int, t_end_us: int,
+                   marks: dict | None = None) -> bytes | None:
+    """One row per partition: leader as coloured segments, ISR size as text,
+    unavailability windows as red hatched bars below, and (marks) the acks of lost
+    and overwritten records."""
     obs = [o for o in observations if o.get("partition") is not None]
     names = sorted({f"{o['topic']}-{o['partition']}" if o.get("topic") else f"?-{o['partition']}"
                     for o in obs} | set(partitions),
@@ -108,6 +145,7 @@ def leadership_png(observations: list[dict], partitions: list[str], unavailabili
                                (row + 0.22, 0.15), facecolors="#d6604d", hatch="////",
                                edgecolors="#b2182b", linewidth=0.3)
     _fault_bands(ax, faults, t0_us, label=False)
+    _anomaly_marks(ax, marks or {}, names, t0_us)
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize=7)
     ax.invert_yaxis()
@@ -115,7 +153,8 @@ def leadership_png(observations: list[dict], partitions: list[str], unavailabili
     ax.set_xlabel("seconds since first send")
     ax.set_title("Leader per partition (colour = broker), ISR size; red = unavailable")
     handles = [plt.Rectangle((0, 0), 1, 1, color=palette(i % 10)) for i in leaders.values()]
-    if handles:
-        ax.legend(handles, [f"leader {k}" for k in leaders], fontsize=7, loc="upper right",
-                  ncol=min(6, len(handles)))
+    extra, extra_labels = ax.get_legend_handles_labels()
+    if handles or extra:
+        ax.legend(handles + extra, [f"leader {k}" for k in leaders] + extra_labels, fontsize=7,
+                  loc="upper right", ncol=min(6, len(handles) + len(extra)))
     return _png(fig)

@@ -21,8 +21,9 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     The driver JVM runs on spark_reports.driver_jdk's JDK and maps its classes from
     spark_reports.class_cache's archive when there is one; with dump_classes_to it
     writes such an archive there on exit."""
-    from spark_reports import class_cache, driver_jdk
     from pyspark.sql import SparkSession
+
+    from spark_reports import class_cache, driver_jdk
 
     active = SparkSession.getActiveSession()
     if active is not None:

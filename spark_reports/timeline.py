@@ -6,9 +6,7 @@ object whose keys depend on the writer; unknown or malformed details are kept
 as raw text instead of failing the run.
 
 Keys read from `detail`:
-- fault/heal: `fault_id` (pairs a heal with its fault); optional `partitions`
-  (list of ints, "topic-partition" strings or {topic, partition} objects),
-  `partition`, `topic` for the partitions a fault touched.
+- fault/heal: `fault_id` (pairs a heal with its fault).
 - observe (name `leader`, `isr`, …): `topic`, `partition`, `leader`, `isr`.
 """
 from __future__ import annotations
@@ -16,8 +14,6 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
-
-Partition = tuple[str | None, int]   # (topic or None when the event did not say, partition)
 
 
 @dataclass(frozen=True)
@@ -28,7 +24,6 @@ class FaultWindow:
     start_us: int
     end_us: int          # heal time, or the end of the run when never healed
     healed: bool
-    partitions: tuple[Partition, ...] = ()   # touched partitions the fault itself named
 
 
 @dataclass(frozen=True)
@@ -66,28 +61,6 @@ def _as_int(v: Any) -> int | None:
         return int(v)
     except (TypeError, ValueError):
         return None
-
-
-def _partitions_named(detail: dict) -> tuple[Partition, ...]:
-    topic = detail.get("topic") if isinstance(detail.get("topic"), str) else None
-    out: list[Partition] = []
-    items = detail.get("partitions")
-    if isinstance(items, list):
-        for it in items:
-            if isinstance(it, dict):
-                p = _as_int(it.get("partition"))
-                if p is not None:
-                    out.append((it.get("topic", topic), p))
-            elif isinstance(it, str) and "-" in it:
-                t, _, p = it.rpartition("-")
-                if _as_int(p) is not None:
-                    out.append((t, int(p)))
-            elif _as_int(it) is not None:
-                out.append((topic, int(it)))
-    p = _as_int(detail.get("partition"))
-    if p is not None:
-        out.append((topic, p))
-    return tuple(dict.fromkeys(out))
 
 
 def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
@@ -133,31 +106,22 @@ def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
                             f"to the end of the run")
         tl.faults.append(FaultWindow(
             fault_id=fid, name=f["name"], target=f.get("target"), start_us=f["ts_us"],
-            end_us=heals[fid] if healed else end_default, healed=healed,
-            partitions=_partitions_named(f["detail"])))
+            end_us=heals[fid] if healed else end_default, healed=healed))
     return tl
 
 
-def touched_partitions(fault: FaultWindow, tl: Timeline,
-                       all_partitions: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], str]:
-    """Partitions a fault touched, and how that was decided.
-
-    The fault's own detail if it names partitions; else partitions whose leader or
-    ISR the observer saw change inside the fault window; else every partition.
-    """
-    def resolve(named: list[Partition]) -> list[tuple[str, int]]:
-        out = []
-        for topic, p in named:
-            out += [(t, q) for (t, q) in all_partitions if q == p and (topic is None or t == topic)]
-        return sorted(set(out))
-
-    if fault.partitions:
-        got = resolve(list(fault.partitions))
-        if got:
-            return got, "named by the fault"
+def touched_partitions(fault: FaultWindow, tl: Timeline, all_partitions: list[tuple[str, int]],
+                       written: list[tuple[str, int]], after_heal_us: int
+                       ) -> tuple[list[tuple[str, int]], str]:
+    """The partitions a fault touched (the spec), and how that was decided: those
+    whose leader or ISR the observer saw change between its injection and
+    `after_heal_us` after its heal; if none changed, `written` (every partition
+    written while it was active)."""
     seen = [(o.topic, o.partition) for o in tl.observations
-            if o.partition is not None and fault.start_us <= o.ts_us <= fault.end_us]
-    got = resolve(seen)
+            if o.name in ("leader", "isr") and o.partition is not None
+            and fault.start_us <= o.ts_us <= fault.end_us + after_heal_us]
+    got = sorted({(t, q) for topic, p in seen for (t, q) in all_partitions
+                  if q == p and (topic is None or t == topic)})
     if got:
-        return got, "leader/ISR changes observed during the fault"
-    return sorted(all_partitions), "all partitions (the fault named none and none changed)"
+        return got, "leader/ISR changes observed"
+    return sorted(written), "written while the fault was active (no leader/ISR change)"

@@ -28,6 +28,10 @@ from harness.history import ENUMS, NULLABLE, SCHEMAS, TABLES
 from spark_reports.storage import RunLocation
 
 REQUIRED_TABLES = ("produced", "consumed")
+# Columns the contract added after histories were first written: a part file
+# without them is read as if they were all null (the reconciler says how many rows
+# that left unjudged).
+ADDED_LATER = {"consumed": ("poll_seq", "assignment")}
 MAX_PROBLEMS = 20
 
 
@@ -80,6 +84,8 @@ def _check_file(loc: RunLocation, table: str, path: str) -> tuple[int, list[str]
     expected = SCHEMAS[table]
     for fld in expected:
         idx = schema.get_field_index(fld.name)
+        if idx < 0 and fld.name in ADDED_LATER.get(table, ()):
+            continue
         if idx < 0:
             problems.append(f"{shown}: column {fld.name!r} is missing "
                             f"(fix: write {table} with harness.history.SCHEMAS[{table!r}])")
@@ -91,7 +97,7 @@ def _check_file(loc: RunLocation, table: str, path: str) -> tuple[int, list[str]
     if not problems:
         names = [meta.schema.column(i).path for i in range(meta.num_columns)]
         for col in expected.names:
-            if col in NULLABLE[table]:
+            if col in NULLABLE[table] or col not in names:
                 continue
             j = names.index(col)
             nulls = 0
@@ -124,7 +130,7 @@ def check_files(loc: RunLocation) -> HistoryFiles:
                 else:
                     notes.append(f"table {table!r} has no part files: treated as empty")
                 continue
-            for rows, probs, unknown in pool.map(lambda p: _check_file(loc, table, p), files):
+            for rows, probs, unknown in pool.map(lambda p, t=table: _check_file(loc, t, p), files):
                 tf.rows += rows
                 problems.extend(probs)
                 tf.nulls_unknown |= unknown
@@ -141,16 +147,11 @@ def check_files(loc: RunLocation) -> HistoryFiles:
 
 @dataclass
 class HistoryValues:
-    """What the value scan learned besides the problems: the counts (reconcile's
-    COUNT_NAMES), the names and bounds the position path's catalog needs, the
-    produced partitions and the run id."""
+    """What the value scan learned besides the problems: the counts (summary
+    "counts"), the names, the produced partitions and the run id."""
     counts: dict[str, int]
     topics: set[str]
-    producers: set[str]
-    run_groups: set[str]                      # group_id of `run` consumer rows
-    read_committed_groups: set[str]           # … of those that read committed
-    bounds: dict[str, tuple[int, int] | None]  # "partition" / "offset": (min, max) of both
-    # tables; "seq": of produced
+    read_committed_groups: set[str]           # group_id of read_committed `run` rows
     partitions: list[tuple[str, int]]         # produced (topic, partition), partition not null
     run_id: str | None
 
@@ -158,49 +159,51 @@ class HistoryValues:
 # Per table: the columns read for the value scan (besides enumerated and
 # null-unknown ones), grouped as they are counted.
 _GROUPINGS = {
-    "produced": [("status", "txn_outcome"), ("topic", "partition"), ("producer",)],
+    "produced": [("status", "txn_outcome"), ("topic", "partition")],
     "consumed": [("phase", "isolation"), ("topic",), ("phase", "group_id", "isolation")],
     "commits": [("ok",)],
     "events": [("kind",)],
 }
-# Columns whose (min, max) the position path's catalog needs, per table.
-_BOUNDED = {"produced": ("partition", "offset", "seq"), "consumed": ("partition", "offset")}
 
 
 # Nullable columns whose nulls are counted (from the footer when it has them).
 _COUNTED_NULLS = {"consumed": ("record_id",)}
 
 
-def _scan_row_group(pf: "pq.ParquetFile", rg: int, table: str, null_cols: list[str]) -> dict:
-    """Counts of each grouping, null counts of `null_cols` and _COUNTED_NULLS, position
-    bounds, of one row group."""
+def _scan_row_group(pf: pq.ParquetFile, rg: int, table: str, null_cols: list[str]) -> dict:
+    """Counts of each grouping, null counts of `null_cols` and _COUNTED_NULLS, and
+    (consumed) the `run` rows the poll kinds cannot judge, of one row group."""
     meta = pf.metadata.row_group(rg)
     names = [meta.column(j).path_in_schema for j in range(meta.num_columns)]
     stats = {names[j]: meta.column(j).statistics for j in range(meta.num_columns)}
-    bounds, read_bounds, nulls, read_nulls = {}, [], {}, list(null_cols)
+    nulls, read_nulls = {}, list(null_cols)
     for col in _COUNTED_NULLS.get(table, ()):
         st = stats.get(col)
         if st is not None and st.has_null_count:
             nulls[col] = st.null_count
         else:
             read_nulls.append(col)
-    for col in _BOUNDED.get(table, ()):
-        st = stats.get(col)
-        if st is not None and st.has_min_max:
-            bounds[col] = (st.min, st.max)
-        elif st is None or not st.has_null_count or st.null_count < meta.num_rows:
-            read_bounds.append(col)
     grouped = _GROUPINGS[table]
-    cols = sorted({c for g in grouped for c in g} | set(read_nulls) | set(read_bounds))
+    cols = sorted({c for g in grouped for c in g} | set(read_nulls))
     data = pf.read_row_group(rg, columns=cols)
-    out = {"groups": [data.group_by(list(g)).aggregate([([], "count_all")]).to_pylist()
-                      for g in grouped],
-           "nulls": {**nulls, **{c: data[c].null_count for c in read_nulls}}, "bounds": bounds}
-    for col in read_bounds:
-        mm = pc.min_max(data[col]).as_py()
-        if mm["min"] is not None:
-            bounds[col] = (mm["min"], mm["max"])
-    return out
+    return {"groups": [data.group_by(list(g)).aggregate([([], "count_all")]).to_pylist()
+                       for g in grouped],
+            "nulls": {**nulls, **{c: data[c].null_count for c in read_nulls}},
+            "unordered": _unordered(pf, rg, stats) if table == "consumed" else 0}
+
+
+def _unordered(pf: pq.ParquetFile, rg: int, stats: dict) -> int:
+    """`run` rows of a row group whose poll_seq or assignment is null (or absent):
+    the poll kinds do not judge them. From the footer when it shows no nulls."""
+    cols = [c for c in ("poll_seq", "assignment") if c in stats]
+    if len(cols) == 2 and all(stats[c] is not None and stats[c].has_null_count
+                              and stats[c].null_count == 0 for c in cols):
+        return 0
+    data = pf.read_row_group(rg, columns=["phase", *cols])
+    unjudged = pa.array([True] * data.num_rows) if len(cols) < 2 else pc.or_(
+        pc.is_null(data["poll_seq"]), pc.is_null(data["assignment"]))
+    run = pc.equal(data["phase"].cast(pa.string()), "run")
+    return int(pc.sum(pc.and_(run, unjudged)).as_py() or 0)
 
 
 def _scan_file(loc: RunLocation, table: str, path: str, null_cols: list[str]) -> list[dict]:
@@ -218,8 +221,7 @@ def check_values(loc: RunLocation, history: HistoryFiles) -> HistoryValues:
     naming every file and column with a bad value."""
     problems: list[str] = []
     per_table: dict[str, dict[tuple, int]] = {}   # (grouping index, key values) -> rows
-    nulls: dict[str, int] = {}
-    bounds: dict[str, tuple[int, int] | None] = {"partition": None, "offset": None, "seq": None}
+    nulls: dict[str, int] = {"consumed.unordered": 0}
     with ThreadPoolExecutor(max_workers=4) as pool:
         for table, tf in history.tables.items():
             per_table[table] = {}
@@ -228,21 +230,21 @@ def check_values(loc: RunLocation, history: HistoryFiles) -> HistoryValues:
             null_cols = sorted(tf.nulls_unknown)
             bad_files: dict[tuple[str, str], list] = {}   # (column, what) -> [(file, values, n)]
             for path, row_groups in pool.map(
-                    lambda p: (p, _scan_file(loc, table, p, null_cols)), tf.files):
-                file_bad = _merge(table, row_groups, null_cols, per_table[table], nulls, bounds)
+                    lambda p, t=table, nc=null_cols: (p, _scan_file(loc, t, p, nc)), tf.files):
+                file_bad = _merge(table, row_groups, null_cols, per_table[table], nulls)
                 for key, (vals, n) in file_bad.items():
                     bad_files.setdefault(key, []).append((path, vals, n))
             problems += [_problem(loc, table, col, what, found)
                          for (col, what), found in bad_files.items()]
     if problems:
         raise HistoryInvalid(problems)
-    return _values(loc, history, per_table, nulls, bounds)
+    return _values(loc, history, per_table, nulls)
 
 
 def _merge(table: str, row_groups: list[dict], null_cols: list[str], counted: dict,
-           nulls: dict, bounds: dict) -> dict[tuple[str, str], tuple[set, int]]:
-    """Add one file's row-group scans to the table's counts, null counts and bounds;
-    returns its bad values: (column, "enum" | "null") -> (values, rows)."""
+           nulls: dict) -> dict[tuple[str, str], tuple[set, int]]:
+    """Add one file's row-group scans to the table's counts and null counts; returns
+    its bad values: (column, "enum" | "null") -> (values, rows)."""
     file_bad: dict[tuple[str, str], tuple[set, int]] = {}
     for part in row_groups:
         for gi, rows in enumerate(part["groups"]):
@@ -260,9 +262,7 @@ def _merge(table: str, row_groups: list[dict], null_cols: list[str], counted: di
             if n and c in null_cols:
                 _, m = file_bad.get((c, "null"), (set(), 0))
                 file_bad[(c, "null")] = (set(), m + n)
-        for c, (lo, hi) in part["bounds"].items():
-            old = bounds[c]
-            bounds[c] = (lo, hi) if old is None else (min(old[0], lo), max(old[1], hi))
+        nulls[f"{table}.unordered"] = nulls.get(f"{table}.unordered", 0) + part["unordered"]
     return file_bad
 
 
@@ -280,13 +280,13 @@ def _problem(loc: RunLocation, table: str, col: str, what: str, found: list) -> 
     return f"{where}has null value(s) but may not be null: {n} row(s){also}"
 
 
-def _values(loc: RunLocation, history: HistoryFiles, per_table: dict, nulls: dict,
-            bounds: dict) -> HistoryValues:
+def _values(loc: RunLocation, history: HistoryFiles, per_table: dict,
+            nulls: dict) -> HistoryValues:
     def matching(table: str, gi: int, match: dict):
         """(key values by column, rows) of grouping gi whose values are `match`'s."""
         keys = _GROUPINGS[table][gi]
         for k, n in per_table[table].items():
-            named = dict(zip(keys, k[1:]))
+            named = dict(zip(keys, k[1:], strict=False))
             if k[0] == gi and all(named[c] == v for c, v in match.items()):
                 yield named, n
 
@@ -303,15 +303,13 @@ def _values(loc: RunLocation, history: HistoryFiles, per_table: dict, nulls: dic
         "consumed_run": rows("consumed", 0, phase="run"),
         "consumed_drain": rows("consumed", 0, phase="drain"),
         "consumed_foreign": nulls.get("consumed.record_id", 0),
+        "consumed_run_unordered": nulls["consumed.unordered"],
         "commits": history.rows("commits"), "commits_ok": rows("commits", 0, ok=True)}
     partitions = sorted({(k[1], k[2]) for k in per_table["produced"]
                          if k[0] == 1 and k[2] is not None})
     return HistoryValues(counts, names("produced", 1, "topic") | names("consumed", 1, "topic"),
-                         names("produced", 2, "producer"),
-                         names("consumed", 2, "group_id", phase="run"),
                          names("consumed", 2, "group_id", phase="run", isolation="read_committed"),
-                         bounds, partitions,
-                         _run_id(loc, history))
+                         partitions, _run_id(loc, history))
 
 
 def _run_id(loc: RunLocation, history: HistoryFiles) -> str | None:

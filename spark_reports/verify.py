@@ -1,20 +1,21 @@
 """verify_run: a stored run history in, report/ and a verdict out.
 
-The `harness verify` command and the runner (at the end of every run) both
-call `verify_run`. Steps: read the run's configuration, validate the history
-(files, columns, types, enumerated values; with pyarrow, before Spark starts,
-which also yields the counts and the names), compute anomalies with
-Spark (offending rows written to report/anomalies/<kind>/; on the position
-path, spark_reports/position_path.py, when the names fit its catalogs, else on
-the general path, spark_reports/reconcile.py) and, in a thread of their own
-from the moment every record's metric inputs can be read, the metrics; the
-verdict against the expectations, then summary.json, junit.xml, index.html.
-Beside the position path's first aggregation, another thread checks that
-produced record_ids are `<producer>-<seq>` and unique (identity_check): the
-general path takes over when they are not that form, and a repeated record_id
-is a malformed history. summary["step_seconds"] times each step; the
-metrics' (`metrics.*`) overlap the anomalies', and `metrics_wait` is how long
-the anomalies then waited.
+`harness verify` calls `verify_run`, as does whatever runs a scenario to its
+end. The flow, the same for every history:
+
+1. read the run's configuration (scenario.yaml, manifest.json);
+2. validate the history with pyarrow before Spark starts (files, columns, types,
+   enumerated values; spark_reports/validate.py), which also yields the counts;
+3. build the views (spark_reports/reconcile.py), while a small job checks that
+   no record_id is produced twice (a malformed history);
+4. the metrics (spark_reports/metrics.py) in a thread of their own, beside
+5. every anomaly kind, one function each (spark_reports/anomalies.py), its rows
+   written with their explanation (spark_reports/anomaly_output.py);
+6. the verdict against the expectations, then summary.json, junit.xml and
+   index.html.
+
+summary["step_seconds"] times each step; the metrics' (`metrics.*`) overlap
+the anomalies', and `metrics_wait` is how long the anomalies then waited.
 
 The verdict is "unknown" (exit 2) when the history is malformed or has no
 `drain` phase; a summary, junit.xml and index.html are still written then,
@@ -36,20 +37,18 @@ import os
 import time
 import traceback
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from harness.errors import HarnessError
-from spark_reports.anomalies import KINDS
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
 from verifiers.facts import derive_facts
 from verifiers.verdict import Verdict, judge, unknown
-
 
 
 @dataclass
@@ -175,8 +174,8 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         if owns_session:
             spark.stop()
     summary["verdict"] = verdict.to_dict()
-    summary["timings"] = {"verify_seconds": round(time.monotonic() - t0, 3)}
-    summary["generated_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    summary["verify_seconds"] = round(time.monotonic() - t0, 3)
+    summary["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     summary = _clean(summary)
     _write_outputs(loc, summary, verdict, cfg, samples, write_html)
     return VerifyResult(summary, verdict, loc.path("report"))
@@ -208,7 +207,7 @@ def _threshold_from(cfg: RunConfig) -> float:
 
 
 class _Steps:
-    """Seconds per step, kept in summary["timings"] (for benchmarks and slow runs)."""
+    """Seconds per step, kept in summary["step_seconds"] (for benchmarks and slow runs)."""
 
     def __init__(self, into: dict):
         self.into, self.t = into, time.monotonic()
@@ -220,94 +219,87 @@ class _Steps:
 
 
 def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
-    from spark_reports import metrics as M
-    from spark_reports.anomalies import anomaly_frames, write_anomalies
-    from spark_reports import position_path
-    from spark_reports.reconcile import Scratch, build_views
+    """The views, then the metrics (in a thread of their own) beside the anomaly
+    kinds; then the verdict."""
+    from spark_reports.anomalies import Inputs, anomaly_frames
+    from spark_reports.anomaly_output import write_anomalies
+    from spark_reports.reconcile import Scratch, build_views, repeated_records
     from spark_reports.tables import read_tables
+    from spark_reports.timeline import parse_events
 
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
-    produced, consumed = frames["produced"], frames["consumed"]
     if scanned.run_id is not None:
         summary["run_id"] = scanned.run_id
     summary["config"]["spark"] = {
         "version": spark.version, "master": spark.sparkContext.master,
         "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
-    counts = scanned.counts
-    cat = position_path.catalog_from(scanned)
-    if cat.topics is None:
-        summary["notes"].append("more than 127 topics, or partitions/offsets beyond the packed "
-                                "position key: positions computed on the slower struct path")
-    elif not cat.fits:
-        summary["notes"].append(f"more than {position_path.MAX_PRODUCERS} producers or "
-                                f"{position_path.MAX_GROUPS} consumer groups, or a seq beyond "
-                                f"{position_path.MAX_SEQ}: views computed on the slower "
-                                "general path")
+    # a small job, beside the first big aggregation (it fills the cores' idle moments)
+    identity = _Background(spark, "harness-identity", lambda: repeated_records(frames["produced"]))
+    event_rows = [r.asDict() for r in frames["events"].select(
+        "ts_us", "kind", "name", "target", "detail").collect()]
     scratch = Scratch(spark, loc)
 
-    def materialize(name, df, observe=None, keep=None):
-        out = scratch.materialize(name, df, observe, keep)
+    def materialize(name, df, observe=None):
+        out = scratch.materialize(name, df, observe)
         step(f"view.{name}")
         return out
 
-    # The metrics read only the records view: they run in a thread of their own as
-    # soon as it is written, beside the anomaly rules' many small jobs, which leave
-    # a core idle at times (1.73-1.83 cores used on average before, 1.88 with it).
-    metrics_job: list[_Background] = []
-    background: list[_Background] = []
-
-    def start_metrics(inputs, sizes):
-        metrics_job.append(_Background(spark, "harness-metrics", lambda: _metrics(
-            spark, inputs, frames["events"], consumed, sizes["run_end_us"], scanned, threshold)))
-        background.append(metrics_job[-1])
-
-    def identity_holds(check: _Background) -> bool:
-        """The position path names records by producer and seq: it holds when every
-        produced record_id is `<producer>-<seq>` and none repeats (else the history is
-        malformed)."""
-        ident = check.result()
-        step("identity_wait")
-        if ident["nonconforming"]:
-            summary["notes"].append(f"{ident['nonconforming']} produced record_id(s) are not "
-                                    "'<producer>-<seq>': views computed on the slower general "
-                                    "path")
-            return False
-        if ident["repeated"]:
-            raise HistoryInvalid([
-                f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
-                f"unique: {ident['repeated']} row(s) repeat the record_id of another row "
-                "(each record the harness sends gets one produced row)"])
-        return True
-
+    background = [identity]
     try:
-        views = None
-        if cat.fits:
-            # a small job, beside the big aggregation (it fills the cores' idle moments)
-            check = _Background(spark, "harness-identity",
-                                lambda: position_path.identity_check(produced, cat))
-            background.append(check)
-            views = position_path.build_views(produced, consumed, frames["commits"], cat,
-                                              materialize, on_metric_inputs=start_metrics,
-                                              trusted=lambda: identity_holds(check))
-        if views is None:
-            views = build_views(produced, consumed, frames["commits"], cat.topics, materialize)
-            start_metrics(M.metric_inputs(views.records, sorted(scanned.topics)), views.sizes)
-        result = write_anomalies(spark, anomaly_frames(views, consumed, materialize,
-                                                       scanned.read_committed_groups), loc, step)
-        summary["counts"] = counts
-        summary["anomalies"] = {k: result.counts[k] for k in KINDS}
-        m = metrics_job.pop().result()
+        views = build_views(frames["produced"], frames["consumed"], frames["commits"],
+                            materialize)
+        _refuse_repeated(identity.result(), loc)
+        tl = parse_events(event_rows, views.sizes["run_end_us"])
+        # The metrics read only the views: they run beside the anomaly rules' many
+        # small jobs, which leave a core idle at times.
+        metrics = _Background(spark, "harness-metrics", lambda: _metrics(
+            spark, views, tl, frames["consumed"], scanned, threshold))
+        background.append(metrics)
+        x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups)
+        result = write_anomalies(spark, anomaly_frames(x), loc, tl, step)
+        m = metrics.result()
         step("metrics_wait")
     finally:
         for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
+    summary["counts"] = scanned.counts
+    summary["anomalies"] = result.counts
+    summary["anomalies_by_fault"] = result.by_fault
+    summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}
+    summary["poll_checks"] = {"left_out": scanned.counts["consumed_run_unordered"]}
+    if scanned.counts["consumed_run_unordered"]:
+        summary["notes"].append(
+            f"{scanned.counts['consumed_run_unordered']} run deliveries have no poll_seq or "
+            "assignment: poll_skip and nonmonotonic_poll did not judge them")
+    _summarize_metrics(summary, m, views.sizes, scanned, tl)
+    return _verdict(summary, exps, facts, fact_sources), {
+        "anomalies": result.samples, "columns": result.columns}
+
+
+def _refuse_repeated(repeated: int, loc) -> None:
+    if repeated:
+        raise HistoryInvalid([
+            (f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
+            f"unique: {repeated} row(s) repeat the record_id of another row "
+            "(each record the harness sends gets one produced row)")])
+
+
+def _verdict(summary, exps, facts, fact_sources) -> Verdict:
+    judged = judge(summary, exps, facts, fact_sources)
+    if summary["counts"]["consumed_drain"] == 0:
+        return unknown("no consumed rows with phase = 'drain': without the final drain "
+                       "lost, overwritten and skipped cannot be judged (the workload must "
+                       "read every partition from the earliest offset after healing)",
+                       judged.checks)
+    return judged
+
+
+def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None:
     summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})
-    tl, per_sec, unavail, recov = m["timeline"], m["per_second"], m["unavailability"], m["recovery"]
+    per_sec, unavail, recov = m["per_second"], m["unavailability"], m["recovery"]
     summary["notes"] += tl.notes
-    run_start, run_end = views.sizes["run_start_us"], views.sizes["run_end_us"]
-    all_parts = scanned.partitions
     active = [s for s in per_sec if s["acked"] or s["sent"]]
     summary["metrics"] = {
         **m["latencies"],
@@ -326,8 +318,9 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
             "acked_per_s_max": max((s["acked"] for s in per_sec), default=0),
         },
         "per_second": per_sec,
-        "run_start_us": run_start, "run_end_us": run_end,
-        "partitions": [f"{t}-{p}" for t, p in all_parts],
+        "consumer_lag": m["consumer_lag"],
+        "run_start_us": sizes["run_start_us"], "run_end_us": sizes["run_end_us"],
+        "partitions": [f"{t}-{p}" for t, p in scanned.partitions],
     }
     summary["timeline"] = {
         "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
@@ -336,41 +329,28 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
                           "isr": list(o.isr) if o.isr is not None else None}
                          for o in tl.observations],
     }
-    judged = judge(summary, exps, facts, fact_sources)
-    if counts["consumed_drain"] == 0:
-        verdict = unknown("no consumed rows with phase = 'drain': without the final drain "
-                          "lost, overwritten and skipped cannot be judged (the workload must "
-                          "read every partition from the earliest offset after healing)",
-                          judged.checks)
-    else:
-        verdict = judged
-    return verdict, {"anomalies": result.samples, "columns": result.columns}
 
 
-def _metrics(spark, inputs, events, consumed, run_end, scanned, threshold) -> dict:
-    """Every metric (spark_reports/metrics.py) from the records view's metric inputs,
-    with the seconds each step took."""
+def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
+    """Every metric (spark_reports/metrics.py) from the views, with the seconds each
+    step took."""
     from spark_reports import metrics as M
-    from spark_reports.timeline import parse_events
 
     steps: dict = {}
     step = _Steps(steps)
-    tl = parse_events([r.asDict() for r in events.select(
-        "ts_us", "kind", "name", "target", "detail").collect()], run_end)
-    step("events")
     topics, all_parts = sorted(scanned.topics), scanned.partitions
-    touched = M.touched_by_fault(tl, all_parts)
-    hist = M.histograms(inputs, tl, int(threshold * 1_000_000), {
-        i: [M.tp_key(topics, t, p) for t, p in parts] for i, (parts, _) in touched.items()})
-    out = {"timeline": tl, "latencies": M.latencies(hist),
-           "fault_latencies": M.fault_latencies(hist, tl)}
+    inputs = M.metric_inputs(views.records, topics)
+    hist = M.histograms(inputs, tl, int(threshold * 1_000_000))
+    out = {"latencies": M.latencies(hist), "fault_latencies": M.fault_latencies(hist, tl)}
     step("latency")
     out["per_second"] = M.per_second(hist, consumed)
+    out["consumer_lag"] = M.consumer_lag(hist, views.groups, topics)
     step("per_second")
-    out["unavailability"] = M.unavailability(spark, inputs, threshold, run_end, hist, all_parts,
-                                             topics)
+    out["unavailability"] = M.unavailability(spark, inputs, threshold,
+                                             views.sizes["run_end_us"], hist, all_parts, topics)
     step("unavailability")
-    out["recovery"] = M.recovery(tl, touched, hist, topics)
+    out["recovery"] = M.recovery(tl, M.touched_by_fault(tl, hist, all_parts, topics),
+                                 out["unavailability"])
     step("recovery")
     return {**out, "steps": steps}
 
@@ -418,7 +398,7 @@ def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunCo
     loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
                    "report", "summary.json")
     loc.write_text(junit_xml(str(summary.get("run_id")), verdict,
-                             summary["timings"]["verify_seconds"]), "report", "junit.xml")
+                             summary["verify_seconds"]), "report", "junit.xml")
     if not write_html:
         return
     from spark_reports.report_html import render_report

@@ -30,8 +30,11 @@ def _summary(verdict) -> dict:
                                 "end_us": T0 + 4_000_000, "seconds": 1.5, "ended_by_ack": True}],
             "recovery": [{"fault_id": "f1", "name": "pause", "target": "kafka-1",
                           "start_us": T0 + 2_000_000, "end_us": T0 + 4_000_000, "healed": True,
-                          "seconds": 2.0, "partitions": {"t-0": 2.0},
-                          "partitions_from": "named by the fault", "never_acked_after": []}],
+                          "seconds": 2.0, "after_heal_s": 0.0, "unavailable_s": 1.5,
+                          "partitions": {"t-0": {"seconds": 2.0, "after_heal_s": 0.0,
+                                                 "unavailable_s": 1.5}},
+                          "partitions_from": "leader/ISR changes observed",
+                          "never_recovered": []}],
             "fault_windows": [{"fault_id": "f1", "name": "pause", "target": "kafka-1",
                                "start_us": T0 + 2_000_000, "end_us": T0 + 4_000_000,
                                "healed": True,
@@ -40,6 +43,8 @@ def _summary(verdict) -> dict:
             "throughput": {"seconds_active": 6, "sent_per_s_mean": 100.0,
                            "acked_per_s_mean": 75.0, "acked_per_s_max": 90},
             "per_second": per_sec, "run_start_us": T0, "run_end_us": T0 + 6_000_000,
+            "consumer_lag": [{"group_id": "g0", "per_second": [
+                {"second": T0 // 1_000_000 + i, "lag": 10 * i} for i in range(6)]}],
             "partitions": ["t-0", "t-1"]},
         "timeline": {"observations": [
             {"ts_us": T0 - 1000, "name": "leader", "topic": "t", "partition": 0, "leader": 1,
@@ -49,19 +54,23 @@ def _summary(verdict) -> dict:
         "config": {"facts": {"durable": True}, "fact_sources": {"durable": "test"},
                    "expectations_from": "defaults", "unavailability_threshold_s": 1.0},
         "verdict": verdict.to_dict(), "notes": ["a note & <b>not bold</b>"],
-        "timings": {"verify_seconds": 1.5}, "generated_at": "now",
+        "verify_seconds": 1.5, "generated_at": "now",
+        "anomaly_explanations": {"lost": [
+            {"topic": "t", "partition": 0, "leader": "kafka-1", "faults": ["f1"], "count": 14840,
+             "first_ack_us": T0 + 2_100_000, "last_ack_us": T0 + 2_900_000}]},
     }
 
 
 def test_page_has_banner_plots_tables_and_escapes():
     v = judge({"anomalies": {"lost": 2}, "counts": {}, "metrics": {}},
               load_expectations("- lost == 0\n", "e"), {}, {})
-    samples = {"anomalies": {"lost": [{"record_id": "p0-1", "topic": "t", "partition": 0}]},
-               "columns": {"lost": ["record_id", "topic", "partition"]}}
+    samples = {"anomalies": {"lost": [{"record_id": "p0-1", "topic": "t", "partition": 0,
+                                       "ack_ts_us": T0 + 2_500_000}]},
+               "columns": {"lost": ["record_id", "topic", "partition", "ack_ts_us"]}}
     page = render_report(_summary(v), {"producer": {"acks": "all"}}, None, samples)
     assert "<div class='banner failed'><h1>FAILED: run r-&lt;1&gt;</h1><ul><li>lost: 2 &gt; 0" in page
     pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
-    assert len(pngs) == 3
+    assert len(pngs) == 4            # throughput, latency, consumer lag, leadership
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
     assert "<td>p0-1</td>" in page                       # first rows of the lost kind
     assert "acks: all" in page                           # scenario.yaml shown
@@ -69,9 +78,22 @@ def test_page_has_banner_plots_tables_and_escapes():
     assert "http" not in page.replace("http-equiv", "")   # nothing fetched: readable offline
 
 
+def test_anomalies_are_said_in_words_with_readable_times():
+    v = judge({"anomalies": {"lost": 2}, "counts": {}, "metrics": {}},
+              load_expectations("- lost == 0\n", "e"), {}, {})
+    samples = {"anomalies": {"lost": [{"record_id": "p0-1", "ack_ts_us": T0 + 2_500_000}]},
+               "columns": {"lost": ["record_id", "ack_ts_us"]}}
+    page = render_report(_summary(v), None, None, samples)
+    assert ("14\u2009840 acknowledged records of t-0 were lost; all were acknowledged by kafka-1 "
+            "while f1 (pause) was active.") in page
+    # seconds since the start and wall clock; never the raw microsecond integer
+    assert "<td>+2.500 s (22:13:22.500 UTC)</td>" in page
+    assert str(T0 + 2_500_000) not in page and f"{T0 + 2_500_000:,}" not in page
+
+
 def test_unknown_page_and_junit():
     v = unknown("malformed history:\n  history/consumed: table 'consumed' is missing")
-    s = {"run_id": "r", "verdict": v.to_dict(), "config": {}, "timings": {"verify_seconds": 0.1}}
+    s = {"run_id": "r", "verdict": v.to_dict(), "config": {}, "verify_seconds": 0.1}
     page = render_report(s, None, None, {})
     assert "banner unknown" in page and "table &#x27;consumed&#x27; is missing" in page
     root = ET.fromstring(junit_xml("r", v, 0.1))

@@ -1,11 +1,12 @@
 """Expectations as data, facts from scenario.yaml, and the verdict's reasons."""
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from harness.errors import SpecError
-from verifiers.expectations import (DEFAULTS, Expectation, load_expectations,
-                                    parse_expectation)
+from verifiers.expectations import DEFAULTS, Expectation, load_expectations, parse_expectation
 from verifiers.facts import derive_facts
 from verifiers.verdict import judge, metric_value
 
@@ -142,7 +143,7 @@ def test_a_document_that_is_not_a_scenario_has_unknown_facts():
 
 def test_expectation_is_frozen():
     e = Expectation("lost", "==", 0)
-    with pytest.raises(Exception):
+    with pytest.raises(dataclasses.FrozenInstanceError):
         e.value = 1  # type: ignore[misc]
 
 

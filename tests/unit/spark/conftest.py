@@ -3,8 +3,12 @@ from __future__ import annotations
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
+
+# the synthetic history generator lives with the benchmarks (benchmarks/synthetic.py)
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
 
 
 @pytest.fixture(scope="session")

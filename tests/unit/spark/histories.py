@@ -38,11 +38,14 @@ class History:
 
     def consume(self, topic: str, partition: int, offset: int, rid: str | None, *,
                 consumer: str = "c0", group: str | None = "g0", phase: str = "run",
-                isolation: str = "read_uncommitted", ts: int | None = None) -> None:
+                isolation: str = "read_uncommitted", ts: int | None = None,
+                poll: tuple[int, int] | None = None) -> None:
+        """poll: (poll_seq, assignment), null when not given."""
         self.w["consumed"].append({
             "consumer": consumer, "group_id": group, "phase": phase, "topic": topic,
             "partition": partition, "offset": offset, "record_id": rid,
-            "isolation": isolation, "recv_ts_us": ts if ts is not None else self.tick()})
+            "isolation": isolation, "recv_ts_us": ts if ts is not None else self.tick(),
+            "poll_seq": poll[0] if poll else None, "assignment": poll[1] if poll else None})
 
     def drain(self, topic: str, partition: int, offset: int, rid: str | None,
               isolation: str = "read_uncommitted") -> None:

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from synthetic import INJECTABLE, SyntheticSpec, generate
 
 from spark_reports.driver_jdk import candidates, release_version
-from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from histories import T0, History
 
-from spark_reports.anomalies import COUNT_BY, KINDS
+from spark_reports.anomalies import KINDS
 from verifiers.expectations import ExpectationSet, parse_expectation
 
 pytestmark = pytest.mark.spark
@@ -23,7 +23,7 @@ pytestmark = pytest.mark.spark
 TOPIC_COL = {"lost": "topic", "overwritten": "topic", "duplicate": "topic",
              "reordered": "pos_topic", "unexpected": "pos_topic", "divergent": "topic",
              "aborted_read": "pos_topic", "skipped": "topic", "redelivered": "topic",
-             "recovered": "topic"}
+             "recovered": "topic", "poll_skip": "topic", "nonmonotonic_poll": "topic"}
 
 S = 1_000_000
 
@@ -47,7 +47,8 @@ def build(h: History) -> None:
     # lost: an acked record nobody consumed; one consumed only in run is not lost.
     t = case("lost", lost=1)
     r = [h.send(t, "lost-p", i, offset=i) for i in range(3)]
-    h.consume(t, 0, 0, r[0]); h.drain(t, 0, 0, r[0])
+    h.consume(t, 0, 0, r[0])
+    h.drain(t, 0, 0, r[0])
     h.consume(t, 0, 2, r[2])                      # the drain missed it: still consumed
     h.commit(t, 0, 1)
 
@@ -56,7 +57,8 @@ def build(h: History) -> None:
     a = h.send(t, "ow-p", 0, offset=0)
     b = h.send(t, "ow-p", 1, offset=1)
     c = h.send(t, "ow-q", 0, offset=1)
-    h.drain(t, 0, 0, a); h.drain(t, 0, 1, c)
+    h.drain(t, 0, 0, a)
+    h.drain(t, 0, 1, c)
     del b
 
     # two records acked at the same offset (a truncated leader acked one of them);
@@ -66,7 +68,9 @@ def build(h: History) -> None:
     a = h.send(t, "ows-p", 0, offset=0)
     b = h.send(t, "ows-q", 0, offset=0)
     c = h.send(t, "ows-p", 1, offset=1)
-    h.consume(t, 0, 0, a); h.drain(t, 0, 0, a); h.drain(t, 0, 1, c)
+    h.consume(t, 0, 0, a)
+    h.drain(t, 0, 0, a)
+    h.drain(t, 0, 1, c)
     del b
 
     # overwritten by a foreign payload (null record_id) — also a lost record.
@@ -78,7 +82,10 @@ def build(h: History) -> None:
     # and again at 3 by a retry. Position of p-2 = the drain's first, offset 1 < 2.
     t = case("dup_reorder", duplicate=1, reordered=1)
     r = [h.send(t, "dr-p", i, offset=o) for i, o in enumerate((0, 2, 1))]
-    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 1, r[2]); h.drain(t, 0, 2, r[1]); h.drain(t, 0, 3, r[2])
+    h.drain(t, 0, 0, r[0])
+    h.drain(t, 0, 1, r[2])
+    h.drain(t, 0, 2, r[1])
+    h.drain(t, 0, 3, r[2])
 
     # the position is the *first* drain copy: p-1 at 2 and 5, p-2 at 3 → not reordered.
     t = case("dup_position", duplicate=1)
@@ -90,7 +97,8 @@ def build(h: History) -> None:
     # p-1 at 4 before c0 saw it at 1, so p-1 sits at 4 and p-2 (at 3) is reordered.
     t = case("first_seen", duplicate=1, reordered=1)
     r = [h.send(t, "fs-p", i, offset=o) for i, o in enumerate((0, 1, 3))]
-    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 3, r[2])
+    h.drain(t, 0, 0, r[0])
+    h.drain(t, 0, 3, r[2])
     h.consume(t, 0, 4, r[1], consumer="c1", group="fs-g1", ts=T0 + 1)
     h.consume(t, 0, 1, r[1], consumer="c0", group="fs-g0", ts=T0 + 2)
 
@@ -133,7 +141,9 @@ def build(h: History) -> None:
     h.consume(t, 0, 0, a, consumer="c0", group="dv-g0")
     h.consume(t, 0, 0, b, consumer="c1", group="dv-g1", ts=T0 + 1)
     h.consume(t, 0, 2, None, consumer="c1", group="dv-g1")
-    h.drain(t, 0, 0, a); h.drain(t, 0, 1, b); h.drain(t, 0, 2, d)
+    h.drain(t, 0, 0, a)
+    h.drain(t, 0, 1, b)
+    h.drain(t, 0, 2, d)
 
     # indeterminate records: consumed → recovered; never consumed → nothing.
     t = case("indeterminate", recovered=1)
@@ -160,7 +170,8 @@ def build(h: History) -> None:
     t = case("skipped_aborted", skipped=1)
     x = h.send(t, "sa-tx", 0, status="failed", txn=("tx-sa", 0, "aborted"))
     c = h.send(t, "sa-tx", 1, txn=("tx-sa", 1, "committed"), offset=1)
-    h.drain(t, 0, 0, x); h.drain(t, 0, 1, c)
+    h.drain(t, 0, 0, x)
+    h.drain(t, 0, 1, c)
     h.consume(t, 0, 1, c, group="sa-rc", isolation="read_committed")
     h.commit(t, 0, 2, group="sa-rc")
     h.consume(t, 0, 1, c, group="sa-ru", isolation="read_uncommitted")
@@ -176,7 +187,9 @@ def build(h: History) -> None:
     h.consume(t, 0, 0, r[0], group="rd-g1")
     h.consume(t, 0, 0, r[0], group=None, consumer="assign")
     h.consume(t, 0, 0, r[0], group=None, consumer="assign")
-    h.drain(t, 0, 0, r[0]); h.drain(t, 0, 0, r[0]); h.drain(t, 0, 1, r[1])
+    h.drain(t, 0, 0, r[0])
+    h.drain(t, 0, 0, r[0])
+    h.drain(t, 0, 1, r[1])
 
     # a duplicate delivered to one group once at each of its positions is not
     # redelivered; a second delivery at one of them is (one extra).
@@ -196,7 +209,8 @@ def build(h: History) -> None:
     b = h.send(t, "dg-p", 1, offset=1)
     h.consume(t, 0, 0, a, consumer="c0", group="dg-g")
     h.consume(t, 0, 0, b, consumer="c1", group="dg-g")
-    h.drain(t, 0, 0, a); h.drain(t, 0, 1, b)
+    h.drain(t, 0, 0, a)
+    h.drain(t, 0, 1, b)
 
     # three consumers saw three records at offset 0. The positions view names the
     # lowest and the highest record there (a, c); b, the third, is a duplicate only
@@ -220,9 +234,12 @@ def build(h: History) -> None:
         h.drain(t, 0, i, h.send(t, "ss-p", i, offset=i))
     h.commit(t, 0, 2, group="ss-g", consumer="c7")
 
+    build_poll_cases(h)
+
     # unavailability and recovery: partition 0 of "unavail" is acked at 0 s and 0.5 s;
-    # sends at 1 s and 1.5 s wait until 4 s. A fault at 1.2 s names that partition:
-    # the first record sent after it is acked 2.8 s later.
+    # sends at 1 s and 1.5 s wait until 4 s. A fault at 1.2 s (healed at 3.5 s) moves
+    # its leader: the window open at 1.2 s ends at 4 s, 2.8 s after the injection.
+    # Partition 1's first ack comes 2 s after its first send: start-up, no window.
     t = case("unavail")
     base = T0 + 100 * S
     for i, (s, a) in enumerate(((0, 0.01), (0.5, 0.51), (1.0, 4.0), (1.5, 4.0), (4.1, 4.11))):
@@ -231,8 +248,71 @@ def build(h: History) -> None:
     h.event("fault", "pause", base + int(1.2 * S), "kafka-1",
             json.dumps({"fault_id": "f-ua", "partitions": [{"topic": t, "partition": 0}]}))
     h.event("heal", "pause", base + int(3.5 * S), "kafka-1", json.dumps({"fault_id": "f-ua"}))
-    h.event("observe", "leader", base + int(2 * S), None,
+    h.event("observe", "leader", base + int(2 * S), "kafka-2",
             json.dumps({"topic": t, "partition": 0, "leader": 2, "isr": [2, 3]}))
+    for i, (s, a) in enumerate(((0, 2.0), (2.1, 2.11))):
+        rid = h.send(t, "ua-q", i, partition=1, offset=i, send_ts=base + int(s * S),
+                     ack_ts=base + int(a * S))
+        h.drain(t, 1, i, rid)
+
+    # explained: a record acked by kafka-3 (leader since 0.5 s) while f-ua was active,
+    # then lost.
+    t = case("lost_in_fault", lost=1)
+    h.event("observe", "leader", base + int(0.5 * S), "kafka-3",
+            json.dumps({"topic": t, "partition": 0, "leader": 3}))
+    h.send(t, "lf-p", 0, offset=0, send_ts=base + int(1.3 * S), ack_ts=base + int(2.5 * S))
+
+
+def build_poll_cases(h: History) -> None:
+    """poll_skip and nonmonotonic_poll: deliveries with (poll_seq, assignment)."""
+    # a skip inside one assignment: offsets 0, 1, 3 received, 2 drained: skipped over.
+    t = case("poll_skip", poll_skip=1)
+    r = [h.send(t, "ps-p", i, offset=i) for i in range(4)]
+    for n, i in enumerate((0, 1, 3)):
+        h.consume(t, 0, i, r[i], consumer="ps-c", group="ps-g", poll=(n, 1))
+    for i in range(4):
+        h.drain(t, 0, i, r[i])
+
+    # the same jump across a rebalance is not a skip: 0, 1 in generation 1, 3 in 2
+    # (another member read 2 meanwhile).
+    t = case("poll_rebalance")
+    r = [h.send(t, "pr-p", i, offset=i) for i in range(4)]
+    h.consume(t, 0, 0, r[0], consumer="pr-c", group="pr-g", poll=(0, 1))
+    h.consume(t, 0, 1, r[1], consumer="pr-c", group="pr-g", poll=(1, 1))
+    h.consume(t, 0, 2, r[2], consumer="pr-d", group="pr-g", poll=(0, 1))
+    h.consume(t, 0, 3, r[3], consumer="pr-c", group="pr-g", poll=(2, 2))
+    for i in range(4):
+        h.drain(t, 0, i, r[i])
+
+    # an aborted record at offset 1 (the drain, read_uncommitted, saw it): a
+    # read_committed consumer jumping over it did not skip; a read_uncommitted one did.
+    t = case("poll_aborted", poll_skip=1)
+    a = h.send(t, "pa-tx", 0, txn=("tx-pa", 0, "committed"), offset=0)
+    x = h.send(t, "pa-tx", 1, status="failed", txn=("tx-pa", 1, "aborted"))
+    b = h.send(t, "pa-tx", 2, txn=("tx-pa", 2, "committed"), offset=2)
+    for c, iso in (("pa-rc", "read_committed"), ("pa-ru", "read_uncommitted")):
+        h.consume(t, 0, 0, a, consumer=c, group=c, isolation=iso, poll=(0, 1))
+        h.consume(t, 0, 2, b, consumer=c, group=c, isolation=iso, poll=(1, 1))
+    h.drain(t, 0, 0, a)
+    h.drain(t, 0, 1, x)
+    h.drain(t, 0, 2, b)
+
+    # a re-read after a rebalance is not nonmonotonic (0..2, then 1..3 in generation
+    # 2; the group got 1 and 2 twice); going back inside one generation is.
+    t = case("poll_reread", redelivered=2)
+    r = [h.send(t, "rr-p", i, offset=i) for i in range(4)]
+    for n, i in enumerate((0, 1, 2)):
+        h.consume(t, 0, i, r[i], consumer="rr-c", group="rr-g", poll=(n, 1))
+    for n, i in enumerate((1, 2, 3)):
+        h.consume(t, 0, i, r[i], consumer="rr-c", group="rr-g", poll=(3 + n, 2))
+    for i in range(4):
+        h.drain(t, 0, i, r[i])
+    t = case("poll_back", nonmonotonic_poll=2, redelivered=2)
+    r = [h.send(t, "pb-p", i, offset=i) for i in range(3)]
+    for n, i in enumerate((0, 1, 2, 1, 2)):      # back to 1, then 2 again: two went back
+        h.consume(t, 0, i, r[i], consumer="pb-c", group="pb-g", poll=(n, 4))
+    for i in range(3):
+        h.drain(t, 0, i, r[i])
 
 
 class _NullHistory(History):
@@ -256,10 +336,9 @@ def verified(tmp_path_factory, request):
     """(run dir, summary) of the casebook, verified once per test session: xdist
     workers share one directory and a lock, so only the first pays for Spark."""
     import fcntl
+    import os
 
     from spark_reports.verify import verify_run
-
-    import os
 
     base = tmp_path_factory.getbasetemp()
     # under xdist each worker's basetemp is a child of the session's
@@ -280,12 +359,15 @@ def verified(tmp_path_factory, request):
 
 
 def counts_for(run, topic: str) -> dict[str, int]:
+    """Each kind's count (by the kind's rule) over its written rows of one topic."""
+    import pyarrow.compute as pc
+
+    from spark_reports.anomaly_output import count
+
     out = {}
     for kind in KINDS:
-        df = pq.read_table(run / "report" / "anomalies" / kind).to_pandas()
-        df = df[df[TOPIC_COL[kind]] == topic]
-        how, keys = COUNT_BY[kind]
-        out[kind] = int(df[keys[0]].sum()) if how == "sum" else len(df.drop_duplicates(list(keys)))
+        rows = pq.read_table(run / "report" / "anomalies" / kind)
+        out[kind] = count(rows.filter(pc.equal(rows[TOPIC_COL[kind]], topic)), kind)
     return out
 
 
@@ -318,10 +400,38 @@ def test_unavailability_window_and_recovery(verified):
     rec = [r for r in m["recovery"] if r["fault_id"] == "f-ua"]
     assert len(rec) == 1
     assert rec[0]["seconds"] == pytest.approx(2.8)
-    assert rec[0]["partitions_from"] == "named by the fault"
+    assert rec[0]["after_heal_s"] == pytest.approx(0.5)
+    assert rec[0]["unavailable_s"] == pytest.approx(3.0)
+    assert rec[0]["partitions_from"] == "leader/ISR changes observed"
+    assert list(rec[0]["partitions"]) == ["unavail-0"]
     fw = [f for f in m["fault_windows"] if f["fault_id"] == "f-ua"][0]
-    assert fw["ack_latency_ms"]["n"] == 1      # only the send at 1.5 s is inside the fault
-    assert fw["ack_latency_ms"]["p50"] == pytest.approx(2500.0)
+    # the sends at 1.3 s (2.5 s), 1.5 s (4 s) and 2.1 s (2.11 s) are inside the fault
+    assert fw["ack_latency_ms"]["n"] == 3
+    assert fw["ack_latency_ms"]["p50"] == pytest.approx(1200.0, rel=1e-3)
+    assert fw["ack_latency_ms"]["max"] == pytest.approx(2500.0)
+
+
+def test_anomaly_rows_say_who_acked_them_and_which_fault_was_active(verified):
+    run, summary = verified
+    rows = pq.read_table(run / "report" / "anomalies" / "lost").to_pylist()
+    mine = [r for r in rows if r["topic"] == "lost_in_fault"]
+    assert [(r["leader_at_ack"], r["faults_at_ack"]) for r in mine] == [("kafka-3", ["f-ua"])]
+    others = [r for r in rows if r["topic"] != "lost_in_fault"]
+    assert others and all(r["faults_at_ack"] == [] for r in others)
+    by_fault = summary["anomalies_by_fault"]
+    assert by_fault["f-ua"] == {"lost": 1}
+    assert by_fault["none"]["lost"] == summary["anomalies"]["lost"] - 1
+    # redelivered rows name no acknowledged record
+    assert by_fault["unknown"]["redelivered"] == summary["anomalies"]["redelivered"]
+
+
+def test_poll_checks_say_how_many_deliveries_they_left_out(verified):
+    run, summary = verified
+    run_rows = pq.read_table(run / "history" / "consumed",
+                             columns=["phase", "poll_seq"]).to_pylist()
+    without = sum(1 for r in run_rows if r["phase"] == "run" and r["poll_seq"] is None)
+    assert without > 0
+    assert summary["poll_checks"]["left_out"] == without
 
 
 def test_duckdb_reference_agrees(verified):
@@ -338,32 +448,6 @@ def test_duckdb_reference_agrees(verified):
     ref = mod.reference_counts(str(run), threads=1)
     assert ref["anomalies"] == summary["anomalies"]
     assert ref["counts"] == {k: summary["counts"][k] for k in ref["counts"]}
-
-
-@pytest.mark.parametrize("fits", ["nothing", "positions only"])
-def test_general_path_gives_the_same_counts(verified, spark, tmp_path, monkeypatch, fits):
-    """Histories beyond the position path's catalogs take the general path (with the
-    struct position key when positions do not fit either): same answers, row for row
-    per topic."""
-    import shutil
-
-    import spark_reports.position_path as position_path
-    from spark_reports.verify import verify_run
-
-    run, summary = verified
-    shutil.copytree(run / "history", tmp_path / "history")
-    real = position_path.catalog_from
-    monkeypatch.setattr(position_path, "catalog_from", lambda scanned: position_path.Catalog(
-        real(scanned).topics if fits == "positions only" else None, None, None))
-    again = verify_run(str(tmp_path), spark=spark, write_html=False)
-    assert again.summary["anomalies"] == summary["anomalies"]
-    assert again.summary["metrics"] == summary["metrics"]
-    assert any(("struct path" if fits == "nothing" else "general path") in n
-               for n in again.summary["notes"])
-    for topic in EXPECTED:
-        assert counts_for(tmp_path, topic) == counts_for(run, topic)
-    for kind in KINDS:
-        assert rows_of(tmp_path, kind) == rows_of(run, kind), kind
 
 
 def rows_of(run, kind: str) -> list:

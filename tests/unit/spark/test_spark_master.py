@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from synthetic import INJECTABLE, SyntheticSpec, generate
 
 from spark_reports.driver_jdk import driver_jdk
-from spark_reports.synthetic import INJECTABLE, SyntheticSpec, generate
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]

@@ -8,8 +8,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from harness.history import SCHEMAS, HistoryWriter
-from spark_reports.validate import HistoryInvalid, check_files
 from spark_reports.storage import RunLocation
+from spark_reports.validate import HistoryInvalid, check_files
 from spark_reports.verify import verify_run
 
 
@@ -142,7 +142,7 @@ def test_nulls_checked_by_reading_when_footers_have_no_statistics(tmp_path):
 
 
 @pytest.mark.parametrize("statistics", [True, False])
-def test_counts_names_and_bounds(tmp_path, statistics):
+def test_counts_and_names(tmp_path, statistics):
     d = tmp_path / "history" / "produced"
     d.mkdir(parents=True)
     produced = [PRODUCED,
@@ -154,19 +154,32 @@ def test_counts_names_and_bounds(tmp_path, statistics):
     pq.write_table(pa.Table.from_pylist(produced, schema=SCHEMAS["produced"]), d / "part-0.parquet",
                    write_statistics=statistics, row_group_size=2)
     _write(tmp_path, "consumed", [
-        CONSUMED, {**CONSUMED, "consumer": "c0", "group_id": "g", "phase": "run", "offset": 9},
+        CONSUMED, {**CONSUMED, "consumer": "c0", "group_id": "g", "phase": "run", "offset": 9,
+                   "poll_seq": 0, "assignment": 1},
         {**CONSUMED, "consumer": "c1", "group_id": "g-drain", "record_id": None, "topic": "v"},
         {**CONSUMED, "consumer": "c2", "group_id": "h", "phase": "run",
-         "isolation": "read_uncommitted"}])
+         "isolation": "read_uncommitted", "poll_seq": 0}])
     _write(tmp_path, "commits", [{"run_id": "r", "consumer": "c0", "group_id": "g", "topic": "t",
                                   "partition": 0, "offset": 1, "ok": ok, "ts_us": 5}
                                  for ok in (True, False, True)])
     v = _values(tmp_path)
+    # c2's run row lacks an assignment: the poll kinds leave it out
     assert v.counts == {"sent": 3, "acked": 1, "failed": 1, "indeterminate": 1, "consumed": 4,
                         "consumed_run": 2, "consumed_drain": 2, "consumed_foreign": 1,
-                        "commits": 3, "commits_ok": 2}
-    assert (v.topics, v.producers, v.run_groups) == ({"t", "u", "v"}, {"p0", "p1"}, {"g", "h"})
+                        "consumed_run_unordered": 1, "commits": 3, "commits_ok": 2}
+    assert v.topics == {"t", "u", "v"}
     assert v.read_committed_groups == {"g"}
-    assert v.bounds == {"partition": (0, 3), "offset": (0, 9), "seq": (0, 1)}
     assert v.partitions == [("t", 0), ("u", 3)]
     assert v.run_id == "r"
+
+
+def test_a_history_written_before_poll_seq_and_assignment_is_read(tmp_path):
+    """Both columns were added to the contract later: files without them are valid,
+    and their run rows are left out of the poll kinds."""
+    _write(tmp_path, "produced", [PRODUCED])
+    old = pa.schema([f for f in SCHEMAS["consumed"] if f.name not in ("poll_seq", "assignment")])
+    d = tmp_path / "history" / "consumed"
+    d.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pylist(
+        [CONSUMED, {**CONSUMED, "phase": "run", "group_id": "g"}], schema=old), d / "part-0.parquet")
+    assert _values(tmp_path).counts["consumed_run_unordered"] == 1
