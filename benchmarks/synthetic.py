@@ -457,7 +457,7 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
     for p in range(spec.partitions):
         e(t0 - 900_000, "observe", "leader", None, topic=topic, partition=p, leader=p % 3 + 1,
           isr=[1, 2, 3])
-    for i, (name, part, start, end) in enumerate(faults):
+    for name, part, start, end in faults:
         leader = part % 3 + 1
         target = f"kafka-{leader}"
         e(start, "fault", "kill-leader", target, fault_id=name, signal="SIGKILL")
@@ -475,13 +475,20 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
                    hist / "events" / "synthetic-000000.parquet")
 
     if spec.write_scenario:
+        # a scenario of the project's model (harness/scenario.py) the verifier takes
+        # its facts from: idempotent, acks=all, min ISR 2, commits after processing
         (run_dir / "scenario.yaml").write_text(yaml.safe_dump({
             "name": "synthetic",
-            "producer": {"enable_idempotence": True, "acks": "all"},
-            "topic": {"name": topic, "partitions": spec.partitions, "replication_factor": 3,
-                      "min_insync_replicas": 2},
-            "consumer": {"commit": "after_processing", "isolation": "read_committed"},
-            "synthetic": {"records": spec.records, "inject": dict(spec.inject), "seed": spec.seed},
+            "description": f"benchmarks/synthetic.py: {spec.records} records, "
+                           f"injected {dict(spec.inject)}, seed {spec.seed}",
+            "seed": spec.seed,
+            "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
+            "topics": [{"name": topic, "partitions": spec.partitions, "replication_factor": 3,
+                        "configs": {"min.insync.replicas": 2}}],
+            "workload": {"duration_s": max(1, duration_us // 1_000_000),
+                         "producers": [{"name": "p0", "topic": topic, "rate": spec.rate_per_s}],
+                         "consumers": [{"group_id": "g0", "topics": [topic],
+                                        "isolation": "read_committed"}]},
         }, sort_keys=False))
         (run_dir / "manifest.json").write_text(json.dumps({
             "run_id": spec.run_id, "generator": "benchmarks/synthetic.py",

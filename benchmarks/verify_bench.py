@@ -182,7 +182,7 @@ def _round(records: int, truth: dict, run_dir: Path, spark: dict, duck: dict) ->
         "records": records, "consumed_rows": truth["counts"]["consumed"],
         "produced_rows": truth["counts"]["sent"],
         "spark_seconds": spark["seconds"], "spark_peak_rss_mib": spark["peak_rss_mib"],
-        "spark_verify_seconds_inside": summary["timings"]["verify_seconds"],
+        "spark_verify_seconds_inside": summary["verify_seconds"],
         "spark_steps": summary.get("step_seconds"),
         "duckdb_seconds": duck["seconds"], "duckdb_peak_rss_mib": duck["peak_rss_mib"],
         "duckdb_query_seconds": ref["seconds"],
