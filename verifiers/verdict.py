@@ -1,10 +1,10 @@
 """Checking expectations against a summary: one readable reason per failure."""
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from verifiers.expectations import ExpectationSet, Expectation
+from verifiers.expectations import Expectation, ExpectationSet
 
 _VIOLATION_OP = {"==": "!=", "!=": "==", "<=": ">", ">=": "<", "<": ">=", ">": "<="}
 
@@ -56,7 +56,7 @@ def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
         rec = metrics.get("recovery", [])
         never = [r["name"] for r in rec if r.get("seconds") is None]
         if never:
-            return float("inf"), f"no successful ack after {', '.join(never)}"
+            return float("inf"), f"never recovered from {', '.join(never)}"
         return max((r["seconds"] for r in rec), default=0.0), None
     if "." in metric:
         group, key = metric.split(".", 1)

@@ -107,7 +107,7 @@ def test_derived_metrics():
                             "value (no samples)",)
     s["metrics"]["recovery"].append({"name": "pause", "seconds": None})
     v = judge(s, load_expectations("- max_recovery_s <= 60\n", "e"), ALL_TRUE, {})
-    assert v.failures == ("max_recovery_s: ∞ > 60 (no successful ack after pause)",)
+    assert v.failures == ("max_recovery_s: ∞ > 60 (never recovered from pause)",)
 
 
 def test_facts_from_the_scenario_model():
