@@ -118,45 +118,8 @@ def histograms(records: DataFrame, tl: Timeline | None = None,
       consumer lag.
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
-    def sec(c):
-        return F.floor(F.col(c) / 1_000_000).cast("long")
-    ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
-
-    def item(kind, key, bucket, value):
-        return F.struct(F.lit(HIST_KINDS.index(kind)).alias("k"), key.cast("long").alias("s"),
-                        bucket.cast("long").alias("b"), value.cast("double").alias("v"))
-    items = [
-        F.when(ack.isNotNull(), item("ack", none, _bucket(ack, FINE), ack)),
-        F.when(e2e.isNotNull(), item("e2e", none, _bucket(e2e, FINE), e2e)),
-        F.when(F.col("sent"), item("sent", sec("send_ts_us"), F.lit(0), F.lit(0))),
-        F.when(ack.isNotNull(), item("ack_s", sec("ack_ts_us"), _bucket(ack, COARSE), ack))]
-    send, ack_ts = F.col("send_ts_us"), F.col("ack_ts_us")
-    tp = F.col("tp")
-    attributed_ack = F.col("sent") & F.col("acked") & ack_ts.isNotNull() & tp.isNotNull()
-    if threshold_us:
-        # ack_ts_us is below 2^53: exact as a double
-        items.append(F.when(attributed_ack, item(
-            "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
-    items.append(F.when(attributed_ack, item("acked_topic_s", sec("ack_ts_us"),
-                                             F.shiftright(tp, 32), F.lit(0))))
-    faults = tl.faults if tl is not None else []
-    # The fault windows are higher-order functions over a literal array, which Spark
-    # interprets row by row; a plain test first keeps the rows no window concerns
-    # away from them. One plain expression per fault instead made the generated
-    # method too big to JIT-compile.
-    extra = near = None
-    if faults:
-        windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
-                                     F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
-        if len(faults) <= PLAIN_TESTS_MAX:
-            near = F.col("sent") & reduce(lambda a, b: a | b, [
-                (send >= f.start_us) & (send <= f.end_us) for f in faults])
-        inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
-        extra = F.flatten(F.transform(inside, lambda w: F.array(
-            F.when(ack.isNotNull(), item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
-            F.when(e2e.isNotNull(), item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)),
-            F.when(tp.isNotNull(), item("fault_sent", w["i"], tp, F.lit(0))))))
-    items = F.array(*items)
+    items = F.array(*_record_items(threshold_us))
+    extra, near = _fault_items(tl.faults if tl is not None else [])
     if extra is not None:
         # the windows' higher-order functions are interpreted: only for rows near one
         items = (F.concat(items, extra) if near is None
@@ -169,6 +132,56 @@ def histograms(records: DataFrame, tl: Timeline | None = None,
     for r in rows:
         out[HIST_KINDS[r["k"]]].append((r["s"], r["b"], r["n"], r["lo"], r["hi"]))
     return out
+
+
+def _item(kind, key, bucket, value) -> F.Column:
+    return F.struct(F.lit(HIST_KINDS.index(kind)).alias("k"), key.cast("long").alias("s"),
+                    bucket.cast("long").alias("b"), value.cast("double").alias("v"))
+
+
+def _second(c: str) -> F.Column:
+    return F.floor(F.col(c) / 1_000_000).cast("long")
+
+
+def _record_items(threshold_us: int | None) -> list:
+    """histograms()' items every record may give, whatever the faults."""
+    ack, e2e, none = ACK_MS(), E2E_MS(), F.lit(None).cast("long")
+    ack_ts, tp = F.col("ack_ts_us"), F.col("tp")
+    attributed_ack = F.col("sent") & F.col("acked") & ack_ts.isNotNull() & tp.isNotNull()
+    items = [
+        F.when(ack.isNotNull(), _item("ack", none, _bucket(ack, FINE), ack)),
+        F.when(e2e.isNotNull(), _item("e2e", none, _bucket(e2e, FINE), e2e)),
+        F.when(F.col("sent"), _item("sent", _second("send_ts_us"), F.lit(0), F.lit(0))),
+        F.when(ack.isNotNull(), _item("ack_s", _second("ack_ts_us"), _bucket(ack, COARSE), ack)),
+        F.when(attributed_ack, _item("acked_topic_s", _second("ack_ts_us"),
+                                     F.shiftright(tp, 32), F.lit(0)))]
+    if threshold_us:
+        # ack_ts_us is below 2^53: exact as a double
+        items.append(F.when(attributed_ack, _item(
+            "ack_slot", F.floor(ack_ts / threshold_us), tp, ack_ts)))
+    return items
+
+
+def _fault_items(faults: list) -> tuple:
+    """(items of the records sent inside each fault window, a plain test of "inside
+    some window" or None). The fault windows are higher-order functions over a
+    literal array, which Spark interprets row by row; the plain test first keeps
+    the rows no window concerns away from them. One plain expression per fault
+    instead made the generated method too big to JIT-compile."""
+    if not faults:
+        return None, None
+    ack, e2e, tp, send = ACK_MS(), E2E_MS(), F.col("tp"), F.col("send_ts_us")
+    windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
+                                 F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
+    near = None
+    if len(faults) <= PLAIN_TESTS_MAX:
+        near = F.col("sent") & reduce(lambda a, b: a | b, [
+            (send >= f.start_us) & (send <= f.end_us) for f in faults])
+    inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
+    return F.flatten(F.transform(inside, lambda w: F.array(
+        F.when(ack.isNotNull(), _item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
+        F.when(e2e.isNotNull(), _item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)),
+        F.when(tp.isNotNull(), _item("fault_sent", w["i"], tp, F.lit(0)))))), near
 
 
 def latencies(hist: dict[str, list]) -> dict:
@@ -192,9 +205,7 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
 def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
     """Sent / acked / consumed-in-run counts and ack latency per second (for the plots),
     from histograms() and one scan of consumed."""
-    def sec(c):
-        return F.floor(F.col(c) / 1_000_000).cast("long")
-    cons = (consumed.where(F.col("phase") == "run").groupBy(sec("recv_ts_us").alias("s"))
+    cons = (consumed.where(F.col("phase") == "run").groupBy(_second("recv_ts_us").alias("s"))
             .agg(F.count(F.lit(1)).alias("consumed")).collect())
     table: dict[int, dict] = defaultdict(lambda: {"sent": 0, "acked": 0, "consumed": 0,
                                                   "ack_p50_ms": None, "ack_p99_ms": None,
