@@ -20,10 +20,12 @@ def _doctor(args: argparse.Namespace) -> int:
 
 def _gc(args: argparse.Namespace) -> int:
     from clusters.gc import collect_garbage
+    from harness.orphans import reap_orphan_spark_drivers
     removed = collect_garbage(all_runs=args.all, dry_run=args.dry_run)
+    jvms = reap_orphan_spark_drivers(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     print(f"gc: {verb} {removed.containers} containers, {removed.networks} networks, "
-          f"{removed.volumes} volumes")
+          f"{removed.volumes} volumes, {jvms} orphaned Spark driver JVMs")
     return 0
 
 

@@ -5,8 +5,8 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 SETUP = "run the README's set-up command (bash scripts/setup.sh)"
 
@@ -101,7 +101,7 @@ def all_checks() -> list[Check]:
         check_tool("maven", ["mvn", "-v"], "apt-get install -y maven"),
         check_tool("go", ["go", "version"], "install Go (it builds the toxiproxy server)"),
         check_tool("debootstrap", ["debootstrap", "--version"], "apt-get install -y debootstrap"),
-        Check("root", os.geteuid() == 0, "uid %d" % os.geteuid(),
+        Check("root", os.geteuid() == 0, f"uid {os.geteuid()}",
               "run as root: log dirs are tmpfs mounts and debootstrap needs root"),
         *check_python(),
         check_spark_driver(),

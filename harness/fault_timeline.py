@@ -15,8 +15,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from faults.base import BaseFault, FaultContext
 from faults.schedule import HEAL, INJECT, build_schedule

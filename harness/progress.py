@@ -28,7 +28,7 @@ class Rates:
     def add(self, produced: list, consumed: list) -> None:
         for batch in produced:
             self.totals["sent"] += batch.num_rows
-            for status, n in zip(*_value_counts(batch, "status")):
+            for status, n in zip(*_value_counts(batch, "status"), strict=True):
                 if status in STATUSES:
                     self.totals[status] += n
         self.totals["consumed"] += sum(b.num_rows for b in consumed)

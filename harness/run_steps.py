@@ -12,8 +12,9 @@ import os
 import platform
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from harness.context import RunContext, Teardown
 from harness.errors import HarnessError
@@ -214,7 +215,7 @@ def warm_up(state: RunState, detail: dict) -> None:
     while not want <= acked:
         for batch in tail.poll():
             rows = batch.filter(pc.equal(batch["status"], "acked"))
-            acked |= set(zip(rows["topic"].to_pylist(), rows["partition"].to_pylist()))
+            acked |= set(zip(rows["topic"].to_pylist(), rows["partition"].to_pylist(), strict=True))
         _check_workers(state)
         if time.monotonic() > deadline:
             raise HarnessError(f"no ack on {sorted(want - acked)[:5]} after "

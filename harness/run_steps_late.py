@@ -3,7 +3,7 @@ logs, cluster stop, and the judging phases (see harness/runner.py for the order)
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from harness.errors import HarnessError
 from harness.phases import FAILED, write_json

@@ -129,7 +129,8 @@ def _teardown(state: RunState) -> None:
                     state.teardown.run(name)
             except Exception as e:  # noqa: BLE001 - the next finalizer still runs
                 state.teardown.errors[name] = f"{type(e).__name__}: {e}"
-        if state.stopped_in is not None:
+        drained = any(r["name"] == "drain" for r in state.phases.records)
+        if state.stopped_in is not None and not drained:
             state.phases.skipped("drain", f"the run stopped in phase {state.stopped_in}")
     finally:
         _restore_signals(saved)
@@ -160,6 +161,7 @@ def _judge(state: RunState) -> None:
                 STEPS[name](state, detail)
         except KeyboardInterrupt:
             state.stopped_in, state.stop_reason = name, INTERRUPTED
+            _stop_spark()
             return
         except HarnessError as e:
             state.stopped_in, state.stop_reason = name, str(e)
@@ -167,6 +169,25 @@ def _judge(state: RunState) -> None:
         except Exception as e:  # noqa: BLE001 - a crash of the checker: could not judge
             state.stopped_in, state.stop_reason = name, f"{type(e).__name__}: {e}"
             return
+
+
+def _stop_spark() -> None:
+    """Ctrl-C does not reach Spark's driver JVM (PySpark starts it ignoring SIGINT), and
+    a JVM whose start-up was interrupted is not even known to PySpark yet: end every
+    JVM this process started, so none outlives the run."""
+    import os
+    me = str(os.getpid())
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            pid, rest = stat.read_text().split(" (", 1)
+            comm, fields = rest.rsplit(") ", 1)
+        except (OSError, ValueError):
+            continue
+        if comm == "java" and fields.split()[1] == me:
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except ProcessLookupError:
+                pass
 
 
 def write_result(state: RunState, result: RunResult) -> None:

@@ -24,9 +24,10 @@ file, line and field (`scenarios/x.yaml:14 faults.timeline[2].target: …`).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import cached_property
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, InstanceOf, ValidationError
@@ -279,8 +280,7 @@ def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = 
     if isinstance(data, dict):
         known = known_fields()
         for assignment in overrides:
-            data = apply_set(data, assignment, known)
-            source.lines.setdefault(("--set",), 0)
+            data = apply_set(data, assignment, known, source)
         if seed is not None:
             data = {**data, "seed": seed}
     return parse_scenario(data, source)

@@ -11,8 +11,18 @@ from typing import Any
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
 from faults.schedule import ScheduleSpec
 from harness.errors import SpecError
-from harness.scenario import (Builder, Faults, JavaConsumerSpec, JavaProducerSpec, Nemesis,
-                              Report, Scenario, TimelineFault, TopicSpec, Workload)
+from harness.scenario import (
+    Builder,
+    Faults,
+    JavaConsumerSpec,
+    JavaProducerSpec,
+    Nemesis,
+    Report,
+    Scenario,
+    TimelineFault,
+    TopicSpec,
+    Workload,
+)
 from verifiers.expectations import DEFAULTS, ExpectationSet, parse_document, parse_expectation
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
 
@@ -64,12 +74,12 @@ def _topics(b: Builder, cluster: ClusterSpec) -> tuple[TopicSpec, ...]:
         if not isinstance(item, dict):
             b.fail(path, "must be a mapping", "write - {name: t, partitions: 3, replication_factor: 3}")
         item = {**item, "configs": _props(item.get("configs") or {})}
-        topic = b.at(path, lambda: TopicSpec(**item))
+        topic = b.at(path, lambda item=item: TopicSpec(**item))
         if topic.name in seen:
             b.fail((*path, "name"), f"topic {topic.name!r} is defined twice", "give each topic one entry")
         seen.add(topic.name)
-        b.at(path, lambda: validate_topic(cluster, topic.name, topic.partitions,
-                                          topic.replication_factor, topic.configs))
+        b.at(path, lambda t=topic: validate_topic(cluster, t.name, t.partitions,
+                                                  t.replication_factor, t.configs))
         topics.append(topic)
     return tuple(topics)
 
@@ -124,10 +134,10 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
                  for i, raw in enumerate(_items(b, ("workload", "producers")))]
     consumers = [_consumer(b, i, raw, topics)
                  for i, raw in enumerate(_items(b, ("workload", "consumers")))]
-    java_p = [b.at(("workload", "java_producers", i), lambda raw=raw: JavaProducerSpec(
+    java_p = [b.at(("workload", "java_producers", i), lambda raw=raw, i=i: JavaProducerSpec(
         **{"prefix": i, "topic": topics[0].name, **raw}))
         for i, raw in enumerate(_items(b, ("workload", "java_producers")))]
-    java_c = [b.at(("workload", "java_consumers", i), lambda raw=raw: JavaConsumerSpec(
+    java_c = [b.at(("workload", "java_consumers", i), lambda raw=raw, i=i: JavaConsumerSpec(
         **{"name": f"jc{i}", "topic": topics[0].name, "group_id": f"jg{i}", **raw}))
         for i, raw in enumerate(_items(b, ("workload", "java_consumers")))]
     unknown = set(b.get(("workload",), {})) - set(Workload.model_fields)
@@ -201,6 +211,11 @@ def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: f
                  f"{entry.fault!r}")
     if entry.target is not None:
         _check_refs(b, (*path, "target"), selector_refs(entry.target), topics)
+    if entry.fault == "rolling-upgrade" and cluster.mode == ZOOKEEPER:
+        to = str(entry.params.get("to_version", ""))
+        if to.split(".")[0].isdigit() and int(to.split(".")[0]) >= 4:
+            b.fail((*path, "params", "to_version"), f"Kafka {to} has no ZooKeeper mode",
+                   "migrate the cluster to KRaft first, or upgrade within 3.x")
     if not 0 <= entry.at < duration_s:
         b.fail((*path, "at"), f"{entry.at} s is outside the workload's {duration_s:g} s",
                f"use 0 <= at < {duration_s:g}, or raise workload.duration_s")

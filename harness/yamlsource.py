@@ -50,6 +50,7 @@ class Source:
     """Where a document came from, and the line of each value in it."""
     name: str
     lines: dict[Path, int] = field(default_factory=dict)
+    overrides: dict[Path, str] = field(default_factory=dict)   # path -> the --set that wrote it
 
     def line_of(self, path: Path) -> int | None:
         for end in range(len(path), -1, -1):
@@ -59,6 +60,9 @@ class Source:
         return None
 
     def where(self, path: Path) -> str:
+        for end in range(len(path), 0, -1):
+            if tuple(path[:end]) in self.overrides:
+                return f"--set {self.overrides[tuple(path[:end])]}: {format_path(path)}"
         line = self.line_of(path)
         prefix = f"{self.name}:{line}" if line is not None else self.name
         return f"{prefix} {format_path(path)}"
@@ -156,8 +160,10 @@ def _assign(node: Any, parts: list[Any], value: Any, known: dict | None, done: l
     _assign(node[head], rest, value, child_known, done + [str(head)])
 
 
-def apply_set(data: dict, assignment: str, known: dict) -> dict:
-    """A copy of `data` with one `--set path=value` applied."""
+def apply_set(data: dict, assignment: str, known: dict,
+              source: Source | None = None) -> dict:
+    """A copy of `data` with one `--set path=value` applied (and recorded in `source`,
+    so an error in that value names the override, not the file)."""
     parts, value = parse_assignment(assignment)
     out = copy.deepcopy(data)
     if parts[0] in SHORTHANDS and len(parts) > 1 and not isinstance(parts[1], int):
@@ -171,8 +177,19 @@ def apply_set(data: dict, assignment: str, known: dict) -> dict:
                             f"add one to the scenario, or set {format_path(section)}[0].…")
         for i in range(len(items)):
             out = _apply_parts(out, [*section, i, *parts[1:]], value, known)
+            _note(source, (*section, i, *parts[1:]), assignment)
         return out
+    _note(source, tuple(parts), assignment)
     return _apply_parts(out, parts, value, known)
+
+
+def _note(source: Source | None, path: Path, assignment: str) -> None:
+    if source is None:
+        return
+    config = next((i for i, p in enumerate(path) if p in CONFIG_MAPS), None)
+    if config is not None and config + 1 < len(path):     # a dotted config key is one part
+        path = (*path[:config + 1], ".".join(map(str, path[config + 1:])))
+    source.overrides[path] = assignment
 
 
 def _apply_parts(data: dict, parts: list[Any], value: Any, known: dict) -> dict:

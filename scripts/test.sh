@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs every test: unit tests in parallel (pytest-xdist), then the real-cluster
+# Runs ruff, then every test: unit tests in parallel (pytest-xdist), then the real-cluster
 # tests one at a time (they start Kafka containers; 2 cores fit one cluster).
 # Extra arguments go to both pytest runs (e.g. -k leader).
 set -uo pipefail
@@ -11,6 +11,7 @@ if ! .venv/bin/harness doctor >/dev/null; then
   exit 2
 fi
 
+.venv/bin/ruff check . || { echo "test: ruff found problems (.venv/bin/ruff check --fix .)" >&2; exit 1; }
 .venv/bin/pytest -q -n 2 -m "not cluster" tests/unit --junitxml=build/unit.xml "$@"
 unit=$?
 .venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 \

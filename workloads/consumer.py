@@ -272,9 +272,9 @@ class ConsumerGroup:
         self._event("consumer-restart", member, incarnation=self._incarnation[member])
 
     def stop(self, timeout: float = 30.0) -> None:
-        for m, w in self._workers.items():
+        for w in self._workers.values():
             w.stop_event.set()
-        for m, w in self._workers.items():
+        for w in self._workers.values():
             if w.is_alive():
                 w.stop(timeout)
 

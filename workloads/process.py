@@ -14,7 +14,8 @@ import multiprocessing as mp
 import os
 import signal
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 _CTX = mp.get_context("spawn")     # never fork a process that runs librdkafka threads
 _LIVE: "set[WorkerProcess]" = set()      # strong refs: a dropped handle is still reaped
@@ -23,7 +24,10 @@ _LIVE_LOCK = threading.Lock()
 
 def _child_main(log_path: str | None, target: Callable[..., Any], *args: Any) -> None:
     """Child entry: the client library's own log lines (librdkafka writes them to
-    stderr) go to a file in the run dir, not over the harness's progress display."""
+    stderr) go to a file in the run dir, not over the harness's progress display.
+    Ctrl-C reaches the whole process group; the parent decides how its workers
+    stop (stop_event, then SIGKILL), so they ignore it."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if log_path is not None:
         fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
         os.dup2(fd, 1)

@@ -101,6 +101,9 @@ CASES = [
     ("bad fault param", BASE + FAULT.replace("fault: kill", "fault: partition")
      .replace("hold: 5}", "hold: 5, params: {shape: donut}}"), 18, ["faults.timeline[0]", "shape"]),
     ("negative hold", BASE + FAULT.replace("hold: 5", "hold: -1"), 18, ["faults.timeline[0].hold", "negative"]),
+    ("zookeeper upgraded to 4", BASE.replace("kraft-combined", "zookeeper") + FAULT.replace(
+        "fault: kill, target: random_broker, hold: 5", "fault: rolling-upgrade, params: {to_version: '4'}"),
+     18, ["faults.timeline[0].params.to_version", "no ZooKeeper mode"]),
     ("unknown nemesis preset", BASE + "faults:\n  nemesis: {presets: [kill-leadr]}\n", 17,
      ["faults.nemesis.presets[0]", "kill-leader"]),
     ("nemesis longer than the workload", BASE + "faults:\n  nemesis: {presets: [kill-leader], duration_s: 99}\n",
