@@ -51,6 +51,11 @@ def _run(args: argparse.Namespace) -> int:
     return run_command(args)
 
 
+def _suite(args: argparse.Namespace) -> int:
+    from harness.run_cli import suite_command
+    return suite_command(args)
+
+
 def _list(args: argparse.Namespace) -> int:
     from harness.run_cli import list_command
     return list_command()
@@ -97,6 +102,17 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--dry-run", action="store_true",
                    help="validate and print the resolved scenario; start nothing")
     r.set_defaults(func=_run)
+
+    su = sub.add_parser("suite", help="run many scenarios as one job (a built-in suite or a folder)")
+    su.add_argument("suite", help="a built-in suite (gate, ...), a suite YAML file or a folder of scenarios")
+    su.add_argument("--modes", default=None, help="e.g. kraft-combined,zookeeper")
+    su.add_argument("--versions", default=None, help="e.g. 3.9,4")
+    su.add_argument("--repeat", type=int, default=1, help="run each N times with different seeds")
+    su.add_argument("--budget", default=None, help="start nothing that would end later, e.g. 90m")
+    su.add_argument("--suites-dir", default="suites", help="where suite dirs go (default suites/)")
+    su.add_argument("--spark-master", default=None)
+    su.add_argument("--plain", action="store_true", help="plain progress lines")
+    su.set_defaults(func=_suite)
 
     ls = sub.add_parser("list", help="the built-in scenarios, one line each")
     ls.set_defaults(func=_list)

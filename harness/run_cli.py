@@ -55,3 +55,34 @@ def list_command() -> int:
         doc = yaml.safe_load((BUILTIN_DIR / f"{name}.yaml").read_text()) or {}
         print(f"{name:<{width}}  {doc.get('description', '')}")
     return 0
+
+
+def suite_command(args: argparse.Namespace) -> int:
+    import time
+
+    from clusters.labels import new_run_id
+    from harness.suite import expand, load_suite, parse_budget, run_suite
+    from harness.suite_report import write_outputs
+    suite = load_suite(args.suite)
+    modes = args.modes.split(",") if args.modes else suite.modes
+    versions = args.versions.split(",") if args.versions else suite.versions
+    if args.repeat < 1:
+        raise HarnessError("--repeat must be 1 or more")
+    budget = parse_budget(args.budget)
+    runs, skipped = expand(suite, modes, versions, args.repeat)      # validated before anything starts
+    preflight()
+    suite_dir = Path(args.suites_dir) / f"{suite.name}-{new_run_id()}"
+    suite_dir.mkdir(parents=True)
+    print(f"harness suite {suite.name}: {len(runs)} runs into {suite_dir}", flush=True)
+    started = time.monotonic()
+    rows = run_suite(suite, runs, suite_dir, budget, "plain" if args.plain else "auto",
+                     args.spark_master)
+    write_outputs(suite_dir, suite.name, rows, skipped, time.monotonic() - started)
+    bad = [r for r in rows if r["verdict"] not in ("passed", "skipped")]
+    for r in rows:
+        print(f"  {r['verdict']:<8} {r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]"
+              + (f": {'; '.join(r.get('failures') or []) or r.get('reason') or r.get('why') or ''}"
+                 if r["verdict"] != "passed" else ""))
+    print(f"suite {suite.name}: {len(rows) - len(bad)} of {len(rows)} as expected; "
+          f"{suite_dir / 'index.html'}")
+    return 1 if bad else 0

@@ -130,6 +130,7 @@ def verify(state: RunState, detail: dict) -> None:
     state.say("verify: reconciling the history with Spark")
     write_manifest(state.ctx, end_us=int(time.time() * 1e6))
     result = verify_run(str(state.ctx.run_dir), spark_master=state.options.spark_master,
+                        spark=state.options.spark,
                         unavailability_threshold_s=s.report.unavailability_threshold_s,
                         write_html=s.report.html)
     state.verify_result = result

@@ -62,6 +62,7 @@ class RunOptions:
     spark_master: str | None = None
     progress: str = "auto"             # auto (rich on a TTY, plain lines otherwise), plain, none
     run_id: str | None = None
+    spark: Any = None                  # a SparkSession to verify in (a suite shares one)
 
 
 @dataclass

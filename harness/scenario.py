@@ -103,6 +103,12 @@ class Faults(_Model):
     recovery_timeout_s: float = 120.0        # full ISR again after heal-all
 
 
+class AppliesTo(_Model):
+    """Where a scenario makes sense, for a suite's --modes/--versions (empty: anywhere)."""
+    modes: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+
+
 class Report(_Model):
     html: bool = True
     unavailability_threshold_s: float = 1.0
@@ -119,6 +125,7 @@ class Scenario(_Model):
     drain: InstanceOf[DrainSpec]
     expect: InstanceOf[ExpectationSet]
     report: Report = Report()
+    applies_to: AppliesTo = AppliesTo()
     source: str = "(built in code)"
 
     # -- facts a verifier asks (verifiers.facts) --------------------------------
@@ -153,7 +160,7 @@ class Scenario(_Model):
                 "drain": self.drain.model_dump(mode="json"),
                 "expect": {"expectations": [e.text for e in self.expect.expectations],
                            "facts": dict(self.expect.facts)},
-                "report": dump["report"]}
+                "report": dump["report"], "applies_to": dump["applies_to"]}
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
@@ -166,7 +173,7 @@ def _schedule_fields(spec: ScheduleSpec) -> dict[str, Any]:
 
 # -- building ---------------------------------------------------------------------
 TOP_LEVEL = ("name", "description", "seed", "cluster", "topics", "workload", "faults",
-             "drain", "expect", "report")
+             "drain", "expect", "report", "applies_to")
 SECTION_PREFIXES = ("producer.transactions.", "producer.", "consumer.", "drain.", "cluster.",
                     "nemesis.", "topic.")
 
@@ -264,7 +271,8 @@ def known_fields() -> dict:
             "topics": of_model(TopicSpec), "workload": workload,
             "faults": {"timeline": of_model(TimelineFault), "nemesis": nemesis,
                        "recovery_timeout_s": None},
-            "drain": of_model(DrainSpec), "expect": None, "report": of_model(Report)}
+            "drain": of_model(DrainSpec), "expect": None, "report": of_model(Report),
+            "applies_to": of_model(AppliesTo)}
 
 
 def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = (),

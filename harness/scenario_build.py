@@ -12,6 +12,7 @@ from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, 
 from faults.schedule import ScheduleSpec
 from harness.errors import SpecError
 from harness.scenario import (
+    AppliesTo,
     Builder,
     Faults,
     JavaConsumerSpec,
@@ -43,10 +44,14 @@ def build(b: Builder) -> Scenario:
     drain = _drain(b, topics, workload)
     expect = _expect(b)
     report = b.at(("report",), lambda: Report(**b.get(("report",), {})))
+    applies_to = b.at(("applies_to",), lambda: AppliesTo(**{
+        k: [str(x) for x in v] if isinstance(v, list) else v
+        for k, v in b.get(("applies_to",), {}).items()}))
     return Scenario(name=str(b.get(("name",), "scenario", (str, int))),
                     description=str(b.get(("description",), "", str)), seed=seed,
                     cluster=cluster, topics=topics, workload=workload, faults=faults,
-                    drain=drain, expect=expect, report=report, source=b.source.name)
+                    drain=drain, expect=expect, report=report, applies_to=applies_to,
+                    source=b.source.name)
 
 
 def _cluster(b: Builder) -> ClusterSpec:

@@ -1,0 +1,180 @@
+"""`harness suite NAME|DIR`: many scenarios as one job, one after another.
+
+A suite is a YAML file (`harness/suites/<name>.yaml`: name, description,
+scenarios, optional modes/versions) or a folder of scenario files. Each
+scenario becomes one or more *variants*: every requested mode × version where
+the scenario applies (`applies_to:` in the scenario, and what the cluster spec
+allows: no ZooKeeper on 4.x), times `--repeat` seeds. Variants run in order,
+each into its own run dir under the suite's dir, sharing one Spark session for
+their verification; a variant that fails or cannot run does not stop the others.
+`--budget` starts no variant that would not finish in time (its estimate: the
+workload's duration plus a measured fixed cost), and lists what it skipped.
+Writes summary.json, index.html and junit.xml (harness/suite_report.py).
+Exit 0 when every variant that ran was as expected, 1 otherwise, 2 when the
+suite itself could not run.
+"""
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from harness.errors import SpecError
+from harness.scenario import Scenario, load_scenario
+
+SUITES_DIR = Path(__file__).with_name("suites")
+FIXED_COST_S = 100.0          # cluster up, drain, stop, verify of a small run (benchmarks/RESULTS.md)
+
+
+@dataclass(frozen=True)
+class Variant:
+    scenario: str            # file path or built-in name
+    mode: str | None
+    version: str | None
+    repeat: int
+
+    @property
+    def overrides(self) -> tuple[str, ...]:
+        sets = []
+        if self.mode is not None:
+            sets.append(f"cluster.mode={self.mode}")
+        if self.version is not None:
+            sets.append(f"cluster.version={self.version}")
+        return tuple(sets)
+
+
+@dataclass
+class SuiteSpec:
+    name: str
+    description: str
+    scenarios: list[str]
+    modes: list[str] = field(default_factory=list)
+    versions: list[str] = field(default_factory=list)
+
+
+def parse_budget(text: str | None) -> float | None:
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(s|m|h)?\s*", text)
+    if not m:
+        raise SpecError(f"--budget {text}", "not a duration", "write e.g. 90m, 2h or 600s")
+    return float(m[1]) * {"s": 1, "m": 60, "h": 3600, None: 60}[m[2]]
+
+
+def load_suite(name_or_dir: str) -> SuiteSpec:
+    path = Path(name_or_dir)
+    if path.is_dir():
+        files = sorted(str(p) for p in path.glob("*.yaml"))
+        if not files:
+            raise SpecError(str(path), "has no *.yaml scenario files", "point at a folder of scenarios")
+        return SuiteSpec(path.name, f"every scenario in {path}", files)
+    file = path if path.is_file() else SUITES_DIR / f"{name_or_dir}.yaml"
+    if not file.is_file():
+        known = ", ".join(sorted(p.stem for p in SUITES_DIR.glob("*.yaml")))
+        raise SpecError(name_or_dir, "no such suite file, folder or built-in suite", f"use one of: {known}")
+    doc = yaml.safe_load(file.read_text()) or {}
+    if not isinstance(doc.get("scenarios"), list) or not doc["scenarios"]:
+        raise SpecError(f"{file} scenarios", "is missing or empty", "list scenario names or files")
+    base = file.parent
+    scenarios = [s if not str(s).endswith(".yaml") else str((base / s).resolve()) for s in doc["scenarios"]]
+    return SuiteSpec(str(doc.get("name", file.stem)), str(doc.get("description", "")), scenarios,
+                     [str(m) for m in doc.get("modes") or []], [str(v) for v in doc.get("versions") or []])
+
+
+def expand(suite: SuiteSpec, modes: list[str], versions: list[str], repeat: int,
+           ) -> tuple[list[tuple[Variant, Scenario]], list[dict[str, Any]]]:
+    """The variants to run, each validated; and the ones that do not apply, with why."""
+    runs, skipped = [], []
+    for name in suite.scenarios:
+        base = load_scenario(name)          # a broken scenario stops the suite before it starts
+        for mode in modes or [None]:
+            for version in versions or [None]:
+                if not _applies(base, mode, version):
+                    skipped.append({"scenario": base.name, "mode": mode, "version": version,
+                                    "why": "the scenario does not apply here (applies_to)"})
+                    continue
+                for r in range(repeat):
+                    v = Variant(name, mode, version, r)
+                    try:
+                        s = load_scenario(name, v.overrides, base.seed + r)
+                    except SpecError as e:
+                        skipped.append({"scenario": base.name, "mode": mode, "version": version,
+                                        "why": f"not applicable: {e}"})
+                        break
+                    runs.append((v, s))
+    return runs, skipped
+
+
+def _applies(s: Scenario, mode: str | None, version: str | None) -> bool:
+    a = s.applies_to
+    return (mode is None or not a.modes or mode in a.modes) and \
+        (version is None or not a.versions or version in a.versions)
+
+
+def estimate_s(s: Scenario) -> float:
+    return s.workload.duration_s + FIXED_COST_S
+
+
+def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir: Path,
+              budget_s: float | None, progress: str, spark_master: str | None) -> list[dict]:
+    from harness.runner import RunOptions, run_scenario
+    from spark_reports.session import spark_session
+    spark, owned = spark_session(spark_master)
+    rows: list[dict] = []
+    started = time.monotonic()
+    try:
+        for i, (variant, scenario) in enumerate(runs):
+            label = f"[{i + 1}/{len(runs)}] {scenario.name} {variant.mode or scenario.cluster.mode} " \
+                    f"{variant.version or scenario.cluster.version} #{variant.repeat}"
+            elapsed = time.monotonic() - started
+            if budget_s is not None and elapsed + estimate_s(scenario) > budget_s:
+                rows.append(_row(variant, scenario, None, skipped=f"budget: {elapsed:.0f} s used, "
+                                 f"~{estimate_s(scenario):.0f} s needed of {budget_s:.0f} s"))
+                print(f"{label}: skipped (budget)", flush=True)
+                continue
+            print(f"{label}: running", flush=True)
+            result = run_scenario(scenario, RunOptions(runs_dir=suite_dir, progress=progress,
+                                                       spark=spark, spark_master=spark_master))
+            rows.append(_row(variant, scenario, result))
+            print(f"{label}: {result.status} (exit {result.exit_code})", flush=True)
+    finally:
+        if owned:
+            spark.stop()
+    return rows
+
+
+def _faults_of(s: Scenario) -> str:
+    names = [e.fault for e in s.faults.timeline]
+    if s.faults.nemesis is not None:
+        names.append("nemesis(" + ", ".join(s.faults.nemesis.presets) + ")")
+    return ", ".join(names) or "none"
+
+
+def _row(v: Variant, s: Scenario, result, skipped: str | None = None) -> dict:
+    row = {"scenario": s.name, "claim": s.description, "mode": s.cluster.mode,
+           "version": s.cluster.kafka.version, "repeat": v.repeat, "seed": s.seed,
+           "configuration": _configuration(s), "fault": _faults_of(s),
+           "expected": [e.text for e in s.expect.expectations]}
+    if skipped is not None:
+        return {**row, "verdict": "skipped", "why": skipped}
+    summary = result.summary or {}
+    return {**row, "verdict": result.status, "exit_code": result.exit_code, "reason": result.reason,
+            "observed": {k: n for k, n in (summary.get("anomalies") or {}).items() if n},
+            "failures": list(((summary.get("verdict") or {}).get("failures")) or []),
+            "run_dir": str(result.run_dir)}
+
+
+def _configuration(s: Scenario) -> str:
+    p = s.workload.producers[0] if s.workload.producers else None
+    parts = [f"RF {s.topics[0].replication_factor}", f"min ISR {s.min_isr(s.topics[0])}"]
+    if p is not None:
+        parts += [f"acks={p.acks}", "idempotent" if p.enable_idempotence else "not idempotent"]
+        if p.transactions is not None:
+            parts.append("transactional")
+    if s.unclean_elections(s.topics[0]):
+        parts.append("unclean elections")
+    return ", ".join(parts)

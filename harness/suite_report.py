@@ -1,0 +1,90 @@
+"""A suite's outputs: summary.json, index.html (one row per variant, linked to its run
+report) and junit.xml (one testcase per scenario × mode × version × repeat)."""
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from html import escape
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
+         "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}"
+         ".passed{background:#e6f4ea}.failed{background:#fce8e6}.unknown,.skipped{background:#fef7e0}")
+COLUMNS = ("claim", "configuration", "fault", "mode", "version", "expected", "observed", "verdict",
+           "evidence")
+
+
+def stability(rows: list[dict]) -> dict[tuple, str]:
+    """With repeats: 'solid' when every repeat of a variant agrees, else 'flaky (k/n passed)'."""
+    groups: dict[tuple, list[str]] = defaultdict(list)
+    for r in rows:
+        if r["verdict"] != "skipped":
+            groups[(r["scenario"], r["mode"], r["version"])].append(r["verdict"])
+    out = {}
+    for key, verdicts in groups.items():
+        passed = verdicts.count("passed")
+        out[key] = "solid" if len(set(verdicts)) == 1 else f"flaky ({passed}/{len(verdicts)} passed)"
+    return out
+
+
+def write_outputs(suite_dir: Path, name: str, rows: list[dict], skipped: list[dict],
+                  seconds: float) -> None:
+    stable = stability(rows)
+    for r in rows:
+        r["stability"] = stable.get((r["scenario"], r["mode"], r["version"]))
+    (suite_dir / "summary.json").write_text(json.dumps(
+        {"suite": name, "seconds": round(seconds, 1), "rows": rows, "not_applicable": skipped},
+        indent=2, default=str) + "\n")
+    (suite_dir / "index.html").write_text(_html(suite_dir, name, rows, skipped))
+    (suite_dir / "junit.xml").write_text(_junit(name, rows))
+
+
+def _cell(suite_dir: Path, r: dict, column: str) -> str:
+    if column == "expected":
+        return "<br>".join(escape(e) for e in r["expected"])
+    if column == "observed":
+        observed = r.get("observed") or {}
+        text = ", ".join(f"{k} {n}" for k, n in observed.items()) or "no anomaly"
+        return escape(text + ("" if not r.get("failures") else "; " + "; ".join(r["failures"])))
+    if column == "verdict":
+        extra = f" ({r['stability']})" if r.get("stability") and r["stability"] != "solid" else ""
+        return escape(r["verdict"] + extra + (f": {r.get('why') or r.get('reason')}"
+                                              if r["verdict"] in ("skipped", "unknown") else ""))
+    if column == "evidence":
+        if not r.get("run_dir"):
+            return ""
+        rel = Path(r["run_dir"]).resolve().relative_to(suite_dir.resolve())
+        return f"<a href='{escape(str(rel))}/report/index.html'>report</a>"
+    return escape(str(r.get(column, "")))
+
+
+def _html(suite_dir: Path, name: str, rows: list[dict], skipped: list[dict]) -> str:
+    head = "".join(f"<th>{c}</th>" for c in COLUMNS)
+    body = "".join(f"<tr class='{escape(r['verdict'])}'>"
+                   + "".join(f"<td>{_cell(suite_dir, r, c)}</td>" for c in COLUMNS) + "</tr>"
+                   for r in rows)
+    na = "".join(f"<li>{escape(s['scenario'])} {escape(str(s['mode']))} {escape(str(s['version']))}: "
+                 f"{escape(s['why'])}</li>" for s in skipped)
+    return (f"<!doctype html><meta charset='utf-8'><title>suite {escape(name)}</title>"
+            f"<style>{STYLE}</style><h1>suite {escape(name)}</h1><table><tr>{head}</tr>{body}</table>"
+            + (f"<h2>Not applicable</h2><ul>{na}</ul>" if na else ""))
+
+
+def _junit(name: str, rows: list[dict]) -> str:
+    suite = ET.Element("testsuite", name=f"harness suite {name}", tests=str(len(rows)),
+                       failures=str(sum(r["verdict"] == "failed" for r in rows)),
+                       errors=str(sum(r["verdict"] == "unknown" for r in rows)),
+                       skipped=str(sum(r["verdict"] in ("skipped", "not verified") for r in rows)))
+    for r in rows:
+        case = ET.SubElement(suite, "testcase", classname=f"harness.suite.{name}",
+                             name=f"{r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]")
+        if r["verdict"] == "failed":
+            msg = "; ".join(r.get("failures") or []) or "expectations violated"
+            ET.SubElement(case, "failure", message=msg).text = msg
+        elif r["verdict"] == "unknown":
+            ET.SubElement(case, "error", message=str(r.get("reason"))).text = str(r.get("reason"))
+        elif r["verdict"] == "skipped":
+            ET.SubElement(case, "skipped", message=r.get("why", ""))
+    ET.indent(suite)
+    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"

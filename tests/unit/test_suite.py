@@ -1,0 +1,69 @@
+"""Suites without clusters: loading, expansion over modes × versions × repeats, the budget,
+and the three outputs written from rows."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import pytest
+
+from harness.errors import SpecError
+from harness.suite import expand, load_suite, parse_budget
+from harness.suite_report import stability, write_outputs
+
+
+def test_builtin_gate_suite_loads_and_every_scenario_validates():
+    suite = load_suite("gate")
+    runs, skipped = expand(suite, [], [], 1)
+    assert [s.name for _, s in runs] == ["quick", "leader-isolation"] and not skipped
+
+
+def test_expansion_skips_zookeeper_on_4_and_repeats_with_new_seeds():
+    suite = load_suite("gate")
+    runs, skipped = expand(suite, ["kraft-combined", "zookeeper"], ["3.9", "4"], 2)
+    combos = {(s.name, s.cluster.mode, s.cluster.kafka.version.split(".")[0]) for _, s in runs}
+    assert ("quick", "zookeeper", "3") in combos and ("quick", "kraft-combined", "4") in combos
+    assert not any(mode == "zookeeper" and v == "4" for _, mode, v in combos)
+    assert any("ZooKeeper mode does not exist" in s["why"] for s in skipped)
+    seeds = sorted(s.seed for v, s in runs if s.name == "quick" and s.cluster.mode == "kraft-combined"
+                   and s.cluster.kafka.version.startswith("3.9"))
+    assert seeds == [1, 2]                            # the scenario's seed, then seed + 1
+
+
+def test_a_folder_is_a_suite_and_applies_to_limits_it(tmp_path):
+    (tmp_path / "a.yaml").write_text("name: a\napplies_to: {modes: [zookeeper]}\n"
+                                     "cluster: {mode: zookeeper, version: '3.9'}\n"
+                                     "workload: {producers: [{}]}\n")
+    runs, skipped = expand(load_suite(str(tmp_path)), ["kraft-combined", "zookeeper"], [], 1)
+    assert [(s.name, s.cluster.mode) for _, s in runs] == [("a", "zookeeper")]
+    assert skipped[0]["mode"] == "kraft-combined" and "applies_to" in skipped[0]["why"]
+
+
+def test_bad_suite_input_is_refused():
+    with pytest.raises(SpecError, match="use one of: gate"):
+        load_suite("nope")
+    with pytest.raises(SpecError, match="90m"):
+        parse_budget("ninety")
+    assert parse_budget("90m") == 5400 and parse_budget("2h") == 7200 and parse_budget("30s") == 30
+
+
+def _row(scenario, verdict, repeat=0, **kw):
+    return {"scenario": scenario, "claim": "c", "mode": "kraft-combined", "version": "3.9.2",
+            "repeat": repeat, "seed": repeat, "configuration": "RF 3", "fault": "kill",
+            "expected": ["lost == 0"], "verdict": verdict, **kw}
+
+
+def test_outputs_from_rows(tmp_path: Path):
+    run = tmp_path / "r1"
+    rows = [_row("a", "passed", 0, run_dir=str(run)), _row("a", "failed", 1, failures=["lost: 3 > 0"],
+                                                           observed={"lost": 3}, run_dir=str(run)),
+            _row("b", "skipped", why="budget")]
+    write_outputs(tmp_path, "s", rows, [], 12.0)
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["rows"][0]["stability"] == "flaky (1/2 passed)"
+    junit = ET.parse(tmp_path / "junit.xml").getroot()
+    assert junit.get("tests") == "3" and junit.get("failures") == "1" and junit.get("skipped") == "1"
+    html = (tmp_path / "index.html").read_text()
+    assert "r1/report/index.html" in html and "lost 3" in html and "budget" in html
+    assert stability([_row("a", "passed"), _row("a", "passed", 1)]) == {("a", "kraft-combined", "3.9.2"): "solid"}
