@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from clusters.docker_cluster import DockerCluster  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
-from clusters.versions import all_versions  # noqa: E402
 from clusters.spec import ClusterSpec  # noqa: E402
+from clusters.versions import all_versions  # noqa: E402
 
 TOPOLOGIES = {
     "KRaft combined 3.9 (3 nodes)": ClusterSpec.kraft_combined("3.9"),

@@ -31,17 +31,19 @@ HARNESS = [sys.executable, "-m", "harness.cli"]
 MOUNT_ROOT = Path(os.environ.get("HARNESS_MOUNT_ROOT", "/var/lib/kafka-harness/mounts"))
 
 
-def leftovers() -> list[str]:
-    """Anything the harness may leave, on the whole machine (rounds run one at a time)."""
+def leftovers(run_id: str) -> list[str]:
+    """What one run may have left: its labelled containers and networks (paused ones
+    too), its log-dir mounts, host iptables rules, an orphaned Spark driver JVM."""
     def lines(cmd: list[str]) -> list[str]:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=60).stdout
         return [x for x in out.splitlines() if x.strip()]
-    found = [f"container {c}" for c in lines(["docker", "ps", "-aq", "--filter", "label=harness.run-id"])]
-    found += [f"network {n}" for n in lines(["docker", "network", "ls", "-q", "--filter",
-                                             "label=harness.run-id"])]
-    found += [f"paused {c}" for c in lines(["docker", "ps", "-q", "--filter", "status=paused"])]
+    label = f"label=harness.run-id={run_id}"
+    found = [f"container {c}" for c in lines(["docker", "ps", "-aq", "--filter", label])]
+    found += [f"network {n}" for n in lines(["docker", "network", "ls", "-q", "--filter", label])]
+    found += [f"paused {c}" for c in lines(["docker", "ps", "-q", "--filter", label,
+                                            "--filter", "status=paused"])]
     found += [f"mount {line.split()[1]}" for line in Path("/proc/mounts").read_text().splitlines()
-              if str(MOUNT_ROOT) in line]
+              if str(MOUNT_ROOT / run_id) in line]
     # iptables rules live in each container's network namespace: none can outlive its
     # container, but a rule in the host's own tables would; the harness never adds one.
     found += [f"host iptables {r}" for r in lines(["iptables", "-w", "-S"]) if "HARNESS" in r]
@@ -72,8 +74,8 @@ def one_round(i: int, at_s: float, base: Path) -> dict:
     proc.wait()
     time.sleep(1.0)            # workers notice their parent is gone and exit by themselves
     gc = subprocess.run([*HARNESS, "gc"], capture_output=True, text=True, timeout=600, cwd=REPO)
-    left = leftovers()
     run_dirs = [d for d in runs.iterdir()] if runs.exists() else []
+    left = [x for d in run_dirs for x in leftovers(d.name)]
     verdicts = []
     for d in run_dirs:
         v = subprocess.run([*HARNESS, "verify", str(d)], capture_output=True, text=True,

@@ -34,7 +34,7 @@ def test_unknown_errors_default_to_indeterminate():
 def test_every_table_entry_is_a_known_status_and_has_a_reason_comment():
     src = open(classify.__file__).read()
     table = src[src.index("LIBRDKAFKA_STATUS: dict"):src.index("JAVA_STATUS: dict")]
-    lines = [l.strip() for l in table.splitlines()[1:] if l.strip() and l.strip() != "}"]
+    lines = [x.strip() for x in table.splitlines()[1:] if x.strip() and x.strip() != "}"]
     # every run of entries is preceded by a comment saying why
     assert lines[0].startswith("#")
     for prev, line in zip(lines, lines[1:]):

@@ -2,7 +2,6 @@
 start, a hard kill reaps the process and is on the timeline, a bounce starts a new
 incarnation, stop() leaves nothing running."""
 import json
-import time
 
 import pytest
 

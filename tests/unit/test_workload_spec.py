@@ -1,5 +1,6 @@
 """Workload specs: defaults, normalisation, and errors that name the field and the fix."""
 import pytest
+from pydantic import ValidationError
 
 from harness.errors import SpecError
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, TransactionSpec
@@ -14,7 +15,7 @@ def test_defaults_and_acks_normalisation():
 
 def test_specs_are_frozen():
     p = ProducerSpec(topic="t", records=10)
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         p.records = 5
 
 

@@ -1,11 +1,11 @@
 """100 000 records, acks=all, idempotent, no fault: the real reconciler finds zero
 anomalies and the drain reads every acked record exactly once."""
+from wl_history_check import duplicates_in_drain, lost, table
+
 from spark_reports.verify import verify_run
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import DrainSpec, ProducerSpec
-
-from wl_history_check import duplicates_in_drain, lost, table
 
 N = 100_000
 

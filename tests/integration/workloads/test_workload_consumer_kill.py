@@ -12,14 +12,13 @@ import json
 import time
 
 from confluent_kafka import Consumer, TopicPartition
+from wl_history_check import redelivered, skipped, table
 
 from harness.history import part_files
 from workloads.consumer import ConsumerGroup
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
-
-from wl_history_check import redelivered, skipped, table
 
 
 def _consumed_by(run_dir: str, group: str) -> int:

@@ -2,12 +2,12 @@
 none is missing from the history, and nothing acked is lost."""
 import time
 
+from wl_history_check import lost, table
+
 from harness.history import part_files
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import DrainSpec, ProducerSpec
-
-from wl_history_check import lost, table
 
 
 def test_killed_producer_in_flight_records_are_indeterminate(run):

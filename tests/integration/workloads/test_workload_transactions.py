@@ -4,14 +4,12 @@ each input record's output exactly once."""
 import json
 import time
 
-import pandas as pd
+from wl_history_check import table
 
 from workloads.consumer import ConsumerGroup
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
-
-from wl_history_check import table
 
 N = 4000
 
