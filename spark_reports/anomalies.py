@@ -22,13 +22,17 @@ from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
 from spark_reports.reconcile import (
+    ABORTED_READ,
     ACKED_AT,
     AT_OWN_OFFSET,
     CONSUMED,
     DIVERGENT,
+    LOST,
     MISSED,
     OFFSET,
     PRODUCED_COLS,
+    RECOVERED,
+    UNEXPECTED,
     Views,
     count_if,
     small,
@@ -95,38 +99,35 @@ def _unless_none(rows: int, df: DataFrame) -> DataFrame:
 # -- filters of the records view --
 
 def lost(x: Inputs) -> DataFrame:
-    """lost: an `acked` record never consumed in any phase (by any consumer)."""
-    r = x.views.records
-    return r.where((F.col("status") == "acked") & ~CONSUMED()).select(*PRODUCED_COLS)
+    """lost: an `acked` record never consumed in any phase (by any consumer)
+    (reconcile.LOST)."""
+    return _unless_none(x.views.sizes["lost"],
+                        x.views.records.where(LOST()).select(*PRODUCED_COLS))
 
 
 def recovered(x: Inputs) -> DataFrame:
     """recovered: an `indeterminate` record that was consumed (counted, never a
-    violation)."""
-    r = x.views.records
-    return r.where((F.col("status") == "indeterminate") & CONSUMED()).select(
-        *PRODUCED_COLS, *POS_COLS, "deliveries")
+    violation) (reconcile.RECOVERED)."""
+    return _unless_none(x.views.sizes["recovered"], x.views.records.where(RECOVERED()).select(
+        *PRODUCED_COLS, *POS_COLS, "deliveries"))
 
 
 def unexpected(x: Inputs) -> DataFrame:
     """unexpected: a consumed record_id that was never sent, or was `failed` outside
     a transaction (records of aborted transactions are judged by aborted_read
-    alone). Rows with a null record_id are not counted here (consumed_foreign)."""
-    r = x.views.records
-    never_sent = F.col("producer").isNull()
-    return r.where(CONSUMED() & (never_sent | ((F.col("status") == "failed")
-                                               & ~F.col("in_txn")))).select(
-        F.when(never_sent, F.lit("never sent"))
+    alone) (reconcile.UNEXPECTED). Rows with a null record_id are not counted here
+    (consumed_foreign)."""
+    return _unless_none(x.views.sizes["unexpected"], x.views.records.where(UNEXPECTED()).select(
+        F.when(F.col("producer").isNull(), F.lit("never sent"))
         .otherwise(F.lit("failed outside a transaction")).alias("reason"),
-        *PRODUCED_COLS, *POS_COLS, "deliveries")
+        *PRODUCED_COLS, *POS_COLS, "deliveries"))
 
 
 def aborted_read(x: Inputs) -> DataFrame:
     """aborted_read: a `read_committed` consumer saw a record whose txn_outcome is
-    `aborted`."""
-    r = x.views.records
-    return r.where((F.col("read_committed_seen") == 1)
-                   & (F.col("txn_outcome") == "aborted")).select(*PRODUCED_COLS, *POS_COLS)
+    `aborted` (reconcile.ABORTED_READ)."""
+    return _unless_none(x.views.sizes["aborted_read"], x.views.records.where(
+        ABORTED_READ()).select(*PRODUCED_COLS, *POS_COLS))
 
 
 def reordered(x: Inputs) -> DataFrame:
@@ -145,8 +146,9 @@ def reordered(x: Inputs) -> DataFrame:
 def redelivered(x: Inputs) -> DataFrame:
     """redelivered: the same (partition, offset) delivered more than once to one group
     in `run` (counted: k − 1 extra deliveries for a position delivered k times)."""
-    return x.views.groups.where(F.col("deliveries") > 1).select(
-        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"))
+    return _unless_none(x.views.sizes["redelivered"], x.views.groups.where(
+        F.col("deliveries") > 1).select(
+        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries")))
 
 
 # -- kinds that read rows of the consumed table --
@@ -241,8 +243,9 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
     received from that partition earlier in that generation (earlier: lower
     poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
     are not judged (summary: poll_checks.left_out)."""
-    rows, _ = x.once("poll", _poll_rows)
-    return rows.where(F.col("offset") <= F.col("earlier_max_offset")).select(
+    rows, seen = x.once("poll", _poll_rows)
+    return _unless_none(seen["went_back"], rows.where(
+        F.col("offset") <= F.col("earlier_max_offset"))).select(
         "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
         "record_id", "recv_ts_us")
 
@@ -304,7 +307,7 @@ def _poll_rows(x: Inputs) -> tuple[DataFrame, dict]:
     went_back = F.col("offset") <= F.col("earlier_max_offset")
     jumped = F.col("offset") > F.col("earlier_max_offset") + 1
     return x.materialize("poll", rows.where(went_back | jumped),
-                         {"jumps": count_if(jumped), "jumped_offsets": F.coalesce(F.sum(
+                         {"went_back": count_if(went_back), "jumped_offsets": F.coalesce(F.sum(
                              F.when(jumped, F.col("offset") - F.col("earlier_max_offset") - 1)),
                              F.lit(0))})
 

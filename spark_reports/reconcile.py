@@ -149,12 +149,16 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
         "records", p.join(_per_record(_positions(consumed)), "record_id", "full_outer"),
         {"duplicate_ids": count_if(F.col("n_positions") >= 2),
          "moved_acked": count_if(ACKED_AT() & ~AT_OWN_OFFSET()),
+         # the record-filter kinds' rows (anomalies.py), so an empty kind costs no job
+         "lost": count_if(LOST()), "recovered": count_if(RECOVERED()),
+         "unexpected": count_if(UNEXPECTED()), "aborted_read": count_if(ABORTED_READ()),
          "run_start_us": F.min("send_ts_us"),
          "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))})
     offsets, seen = materialize("offsets", _offsets(consumed),
                                 {"divergent_offsets": count_if(DIVERGENT())})
     groups, missed = materialize("groups", _groups(consumed, commits, offsets),
-                                 {"missed": count_if(MISSED())})
+                                 {"missed": count_if(MISSED()),
+                                  "redelivered": count_if(F.col("deliveries") > 1)})
     return Views(records, offsets, groups, {**sizes, **seen, **missed})
 
 
@@ -162,6 +166,23 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
 # a Column needs a live SparkContext).
 def CONSUMED():
     return F.col("n_positions").isNotNull()
+
+
+def LOST():  # noqa: N802 - the spec's lost: acked, never consumed
+    return (F.col("status") == "acked") & ~CONSUMED()
+
+
+def RECOVERED():  # noqa: N802 - the spec's recovered: indeterminate, consumed
+    return (F.col("status") == "indeterminate") & CONSUMED()
+
+
+def UNEXPECTED():  # noqa: N802 - consumed, never sent or failed outside a transaction
+    return CONSUMED() & (F.col("producer").isNull()
+                         | ((F.col("status") == "failed") & ~F.col("in_txn")))
+
+
+def ABORTED_READ():  # noqa: N802 - a read_committed consumer saw an aborted record
+    return (F.col("read_committed_seen") == 1) & (F.col("txn_outcome") == "aborted")
 
 
 def ACKED_AT():
