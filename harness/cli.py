@@ -56,6 +56,11 @@ def _suite(args: argparse.Namespace) -> int:
     return suite_command(args)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from harness.compare_cli import compare_command
+    return compare_command(args)
+
+
 def _list(args: argparse.Namespace) -> int:
     from harness.run_cli import list_command
     return list_command()
@@ -113,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
     su.add_argument("--spark-master", default=None)
     su.add_argument("--plain", action="store_true", help="plain progress lines")
     su.set_defaults(func=_suite)
+
+    from harness.compare_cli import add_parser as add_compare  # argparse only; the work is lazy
+    add_compare(sub).set_defaults(func=_compare)
 
     ls = sub.add_parser("list", help="the built-in scenarios, one line each")
     ls.set_defaults(func=_list)

@@ -93,6 +93,12 @@ def interruption(run_dir: str | os.PathLike) -> str | None:
     drained = any(r["name"] == "drain" and r["outcome"] == OK for r in records)
     if drained:
         return None
+    try:        # the runner's own word, when it lived to write it (not after a kill -9)
+        reason = json.loads((Path(run_dir) / "result.json").read_text()).get("reason")
+    except (OSError, ValueError):
+        reason = None
+    if reason:
+        return f"{reason}; no complete drain to judge against"
     stopped = next((r for r in records if r["outcome"] in (INTERRUPTED, FAILED, None)), None)
     if stopped is None:
         return "the run ended before its drain"
