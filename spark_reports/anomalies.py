@@ -167,9 +167,10 @@ def divergent(x: Inputs) -> DataFrame:
     """divergent: two consumers saw different record_ids at the same (topic,
     partition, offset); every delivery there is a row."""
     n = x.views.sizes["divergent_offsets"]
-    return _unless_none(n, x.once("watched", _watched).join(
+    return _unless_none(n, _with_ack(x, x.once("watched", _watched).join(
         small(_divergent_at(x), n), list(OFFSET)).select(
-        *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"))
+        *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"),
+        "record_id", n))
 
 
 def overwritten(x: Inputs) -> DataFrame:
@@ -204,11 +205,12 @@ def skipped(x: Inputs) -> DataFrame:
     group_rc = x.consumed.sparkSession.createDataFrame(
         [(g, True) for g in sorted(x.read_committed_groups)],
         "group_id string, group_read_committed boolean")
-    return _unless_none(n, rows.join(aborted, "drain_record_id", "left")
+    return _unless_none(n, _with_ack(x, rows.join(aborted, "drain_record_id", "left")
                         .join(F.broadcast(group_rc), "group_id", "left")
                         .where(~(F.coalesce("drain_record_aborted", F.lit(False))
                                  & F.coalesce("group_read_committed", F.lit(False))))
-                        .select("group_id", *OFFSET, "committed_offset", "drain_record_id"))
+                        .select("group_id", *OFFSET, "committed_offset", "drain_record_id"),
+                        "drain_record_id", n))
 
 
 def poll_skip(x: Inputs) -> DataFrame:
@@ -232,9 +234,11 @@ def poll_skip(x: Inputs) -> DataFrame:
     aborted = _aborted(x, rows.select("drain_record_id"), n)
     allowed = ~(F.coalesce("drain_record_aborted", F.lit(False))
                 & (F.col("isolation") == "read_committed"))
-    return _unless_none(n, rows.join(aborted, "drain_record_id", "left").where(allowed)
+    return _unless_none(n, _with_ack(x, rows.join(aborted, "drain_record_id", "left")
+                        .where(allowed)
                         .select("consumer", "group_id", "assignment", *OFFSET, "isolation",
-                                "jumped_from", "jumped_to", "drain_record_id"))
+                                "jumped_from", "jumped_to", "drain_record_id"),
+                        "drain_record_id", n))
 
 
 def nonmonotonic_poll(x: Inputs) -> DataFrame:
@@ -244,13 +248,23 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
     poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
     are not judged (summary: poll_checks.left_out)."""
     rows, seen = x.once("poll", _poll_rows)
-    return _unless_none(seen["went_back"], rows.where(
-        F.col("offset") <= F.col("earlier_max_offset"))).select(
+    return _unless_none(seen["went_back"], _with_ack(x, rows.where(
+        F.col("offset") <= F.col("earlier_max_offset")).select(
         "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
-        "record_id", "recv_ts_us")
+        "record_id", "recv_ts_us"), "record_id", seen["went_back"]))
 
 
 # -- shared inputs, each computed once --
+
+def _with_ack(x: Inputs, rows: DataFrame, id_col: str, n: int) -> DataFrame:
+    """rows (about n) with the ack_ts_us of the record `id_col` names, so that they
+    are explained like the others (anomaly_output.explained)."""
+    ids = rows.select(F.col(id_col).alias("record_id")).where(
+        F.col("record_id").isNotNull()).distinct()
+    acks = (x.views.records.join(small(ids, n), "record_id", "left_semi")
+            .select(F.col("record_id").alias(id_col), "ack_ts_us"))
+    return rows.join(acks, id_col, "left")
+
 
 def _duplicate_ids(x: Inputs) -> DataFrame:
     return x.views.records.where(F.col("n_positions") >= 2).select(

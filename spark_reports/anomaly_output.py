@@ -4,10 +4,12 @@ anomaly").
 Every row gets `leader_at_ack` (the broker the `observe` events name as its
 partition's leader at the row's ack_ts_us; null if unknown) and `faults_at_ack`
 (the fault_ids active then: injected at or before, healed at or after;
-possibly empty). Rows of kinds that name no acknowledged record (redelivered)
-or whose record has no ack_ts_us get a null leader and an empty list; the
-summary's `anomalies_by_fault` counts them under `unknown`, rows acked while no
-fault was active under `none`. A row acked inside two faults counts for both.
+possibly empty). The row's ack_ts_us is its record's: for skipped and
+poll_skip rows, the record the drain saw at that offset. Rows of kinds that
+name no record (redelivered) or whose record has no ack_ts_us get a null
+leader and an empty list; the summary's `anomalies_by_fault` counts them under
+`unknown`, rows acked while no fault was active under `none`. A row acked
+inside two faults counts for both.
 
 Counts (totals and per fault) are taken from the written files with one rule
 (COUNT_BY), so summary.json and the Parquet cannot disagree.
