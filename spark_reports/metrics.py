@@ -47,8 +47,7 @@ FINE, COARSE = 1.001, 1.05
 def metric_inputs(records: DataFrame, topics: list[str]) -> DataFrame:
     """The columns the metrics read, from a records view (reconcile.build_views):
     `sent` (a produced row), `acked` (status acked), the three timestamps, and the
-    produced partition as one number, `tp` (tp_key; null when the partition is).
-    The position path builds the same columns from its numbers."""
+    produced partition as one number, `tp` (tp_key; null when the partition is)."""
     tp = F.when(F.col("partition").isNotNull(), (F.coalesce(
         F.array_position(F.array(*[F.lit(t) for t in topics]), F.col("topic")), F.lit(0)) - 1)
         * (1 << 32) + F.col("partition"))
