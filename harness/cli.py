@@ -67,6 +67,12 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
+    if args.index:
+        from harness.report_index import write_index
+        print(f"index: {write_index(args.index)}")
+        return 0
+    if not args.run_dir:
+        raise HarnessError("harness report: give a RUN_DIR, or --index DIR")
     from harness.report_cmd import rerender
     print(f"report: {rerender(args.run_dir)}")
     return 0
@@ -126,7 +132,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls.set_defaults(func=_list)
 
     rp = sub.add_parser("report", help="re-render a stored run's report/index.html")
-    rp.add_argument("run_dir")
+    rp.add_argument("run_dir", nargs="?")
+    rp.add_argument("--index", metavar="DIR", default=None,
+                    help="one page over every run below DIR: trends per scenario, linked to each run")
     rp.set_defaults(func=_report)
 
     v = sub.add_parser("verify", help="reconcile a stored run and write its report")
