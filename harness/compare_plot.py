@@ -38,8 +38,20 @@ def per_second(run_dir: Path, t0_us: int | None = None) -> dict[str, list]:
     latency = pc.divide(pc.cast(pc.subtract(table["ack_ts_us"], table["send_ts_us"]), "float64"), 1e3)
     grouped = pa.table({"second": second, "latency": latency}).group_by("second").aggregate(
         [("latency", "count"), ("latency", "tdigest", pc.TDigestOptions(q=0.99))]).sort_by("second")
-    return {"second": grouped["second"].to_pylist(), "acked": grouped["latency_count"].to_pylist(),
-            "p99_ms": [q[0] if q else None for q in grouped["latency_tdigest"].to_pylist()]}
+    return _dense(grouped["second"].to_pylist(), grouped["latency_count"].to_pylist(),
+                  [q[0] if q else None for q in grouped["latency_tdigest"].to_pylist()])
+
+
+def _dense(seconds: list[float], acked: list[int], p99: list[float | None]) -> dict[str, list]:
+    """Every second from the first to the last: a second without an ack is a 0 in the
+    throughput and a gap (NaN) in the latency, not a line drawn across the outage."""
+    if not seconds:
+        return {"second": [], "acked": [], "p99_ms": []}
+    count = dict(zip(seconds, acked))
+    q = dict(zip(seconds, p99))
+    span = [float(s) for s in range(int(seconds[0]), int(seconds[-1]) + 1)]
+    return {"second": span, "acked": [count.get(s, 0) for s in span],
+            "p99_ms": [float("nan") if q.get(s) is None else q[s] for s in span]}
 
 
 def fault_bands(run_dir: Path) -> tuple[int | None, list[tuple[int, int | None, str]]]:
