@@ -45,6 +45,10 @@ def test_worker_ids_in_run_ids(monkeypatch):
 def test_pool_spec_defaults_and_refuses_unknown_fields():
     spec = ClusterPool(None).spec({"version": "4"})
     assert (spec.mode, spec.kafka.version, spec.brokers) == ("kraft-combined", "4.3.1", 1)
+    # the pool keys clusters by spec: the defaults spelt out are the same cluster, another version is not
+    pool = ClusterPool(None)
+    assert {pool.spec({}), pool.spec({"version": "3.9", "brokers": 1}), pool.spec({"version": "4"})} == \
+        {pool.spec({}), pool.spec({"version": "4"})}
     try:
         ClusterPool(None).spec({"brokerz": 3})
     except Exception as e:
