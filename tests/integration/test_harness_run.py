@@ -64,6 +64,10 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert (run_dir / "report" / "index.html").stat().st_size > 10_000
     assert list((run_dir / "logs").glob("*.log"))
     assert not _leftovers(run_dir.name)
+    page = run_dir / "report" / "index.html"
+    page.unlink()
+    again = subprocess.run([*HARNESS, "report", str(run_dir)], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and page.stat().st_size > 10_000, again.stderr
 
 
 def _interrupt_in(phase: str, tmp_path: Path) -> tuple[Path, subprocess.CompletedProcess]:
