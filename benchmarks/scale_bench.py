@@ -29,7 +29,6 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402
-
 from verify_bench import PY, run_measured  # noqa: E402
 
 TABLES = ("produced", "consumed", "commits", "events")
