@@ -1,7 +1,7 @@
 """verify_run: a stored run history in, report/ and a verdict out.
 
-`harness verify` calls `verify_run`, as does whatever runs a scenario to its
-end. The flow, the same for every history:
+`harness verify` calls `verify_run`, as does `harness run` at the end of every
+run (harness/run_steps_late.py). The flow, the same for every history:
 
 1. read the run's configuration (scenario.yaml, manifest.json);
 2. validate the history with pyarrow before Spark starts (files, columns, types,
