@@ -61,6 +61,15 @@ def test_plan_names_the_vary_of_a_bad_combination():
         plan("leader-isolation", parse_vary(["cluster.brokers=1,3"]), repeat=1)
 
 
+def test_plan_names_the_grid_cell_that_clashes():
+    # each value is valid with some other; acks=1 with idempotence is not
+    with pytest.raises(SpecError, match=r"--vary producer.acks=1 producer.enable_idempotence=true: .*needs acks='all'"):
+        plan("leader-isolation", parse_vary(["producer.acks=1,all", "producer.enable_idempotence=true,false"]), 1)
+    runs = plan("leader-isolation", parse_vary(["producer.enable_idempotence=true,false"]), 1,
+                base=("producer.acks=all",))
+    assert [p.scenario.workload.producers[0].enable_idempotence for p in runs] == [True, False]
+
+
 @pytest.mark.parametrize("argv, words", [
     (["compare", "leader-isolation", "--vary", "producer.ackz=1,all"], "did you mean 'acks'"),
     (["compare", "leader-isolation", "--vary", "producer.acks=1,al"], "--vary producer.acks=al"),
