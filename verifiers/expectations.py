@@ -129,6 +129,8 @@ DEFAULTS: tuple[Expectation, ...] = tuple(parse_expectation(s, "defaults") for s
     "divergent == 0",
     "aborted_read == 0",
     "skipped == 0 when commit_after_processing",
+    "poll_skip == 0",
+    "nonmonotonic_poll == 0",
 ))
 
 
