@@ -87,16 +87,18 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
         rows = df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow()
         if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
             rows = _write_from_driver(rows, loc, kind)
+            head = rows
         else:
             path = loc.spark_path("report", "anomalies", kind)
             df.write.mode("overwrite").parquet(path)
+            head = rows.slice(0, SAMPLE_ROWS)
             rows = _read_written(loc, kind)
         out.counts[kind] = count(rows, kind)
         for fault, n in count_by_fault(rows, kind).items():
             out.by_fault[fault][kind] = n
         out.explanations[kind] = explanations(rows, kind)
-        out.columns[kind] = rows.column_names
-        out.samples[kind] = rows.slice(0, SAMPLE_ROWS).to_pylist() if out.counts[kind] else []
+        out.columns[kind] = head.column_names
+        out.samples[kind] = head.slice(0, SAMPLE_ROWS).to_pylist() if out.counts[kind] else []
         step(f"anomalies.{kind}")
     out.by_fault = dict(out.by_fault)
     return out
@@ -161,10 +163,13 @@ def explanations(rows: pa.Table, kind: str) -> list[dict]:
 
 
 def _read_written(loc: RunLocation, kind: str) -> pa.Table:
-    """What Spark wrote for a kind (only its part files)."""
+    """The columns counting and explaining read, of what Spark wrote for a kind (only
+    those: a kind may have many millions of rows)."""
     files = loc.list_parquet("report", "anomalies", kind)
-    return pa.concat_tables([pq.read_table(f, filesystem=loc.fs) for f in files]) if files \
-        else pa.table({})
+    names = pq.read_schema(files[0], filesystem=loc.fs).names
+    cols = [c for c in dict.fromkeys([*COUNT_BY[kind][1], "topic", "partition", "ack_ts_us",
+                                      "leader_at_ack", "faults_at_ack"]) if c in names]
+    return pa.concat_tables([pq.read_table(f, columns=cols, filesystem=loc.fs) for f in files])
 
 
 def _write_from_driver(rows: pa.Table, loc: RunLocation, kind: str) -> pa.Table:

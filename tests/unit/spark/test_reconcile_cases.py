@@ -480,3 +480,22 @@ def test_fault_windows_without_the_plain_test_give_the_same_metrics(verified, sp
     monkeypatch.setattr(metrics, "PLAIN_TESTS_MAX", 0)
     again = verify_run(str(tmp_path), spark=spark, write_html=False)
     assert again.summary["metrics"] == summary["metrics"]
+
+
+def test_kinds_written_by_spark_are_counted_and_explained_alike(verified, spark, tmp_path,
+                                                                monkeypatch):
+    """A kind with more rows than the driver writes is written by Spark and counted from
+    the files: the same counts, per fault too, and the same explanations."""
+    import shutil
+
+    import spark_reports.anomaly_output as out
+    from spark_reports.verify import verify_run
+
+    run, summary = verified
+    shutil.copytree(run / "history", tmp_path / "history")
+    monkeypatch.setattr(out, "DRIVER_WRITE_MAX_ROWS", 1)
+    again = verify_run(str(tmp_path), spark=spark, write_html=False).summary
+    for key in ("anomalies", "anomalies_by_fault", "anomaly_explanations"):
+        assert again[key] == summary[key], key
+    for topic in EXPECTED:
+        assert counts_for(tmp_path, topic) == counts_for(run, topic)
