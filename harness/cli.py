@@ -78,10 +78,7 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
-    sub = p.add_subparsers(dest="command", required=True)
-
+def _add_machine_commands(sub) -> None:
     d = sub.add_parser("doctor", help="say what is missing and how to fix it")
     d.add_argument("-v", "--verbose", action="store_true")
     d.set_defaults(func=_doctor)
@@ -100,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
                     help="only this Kafka version (repeatable)")
     ib.set_defaults(func=_images)
 
+
+def _add_run_commands(sub) -> None:
     r = sub.add_parser("run", help="run a scenario: cluster, workload, faults, verdict")
     r.add_argument("scenario", nargs="?", default=None,
                    help="a scenario YAML file or a built-in name (`harness list`); default: default")
@@ -131,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="the built-in scenarios, one line each")
     ls.set_defaults(func=_list)
 
+
+def _add_result_commands(sub) -> None:
     rp = sub.add_parser("report", help="re-render a stored run's report/index.html")
     rp.add_argument("run_dir", nargs="?")
     rp.add_argument("--index", metavar="DIR", default=None,
@@ -142,6 +143,14 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     v.add_argument("--expect", default=None, help="expectations file (YAML)")
     v.set_defaults(func=_verify)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="harness", description=__doc__.splitlines()[0])
+    sub = p.add_subparsers(dest="command", required=True)
+    _add_machine_commands(sub)
+    _add_run_commands(sub)
+    _add_result_commands(sub)
     return p
 
 

@@ -9,8 +9,11 @@ stopped, newest first, and every finalizer runs even when one fails.
 from __future__ import annotations
 
 import logging
+import os
 import random
-from collections.abc import Callable
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -58,6 +61,24 @@ class RunContext:
         return self.faults
 
 
+@contextmanager
+def stderr_to(path: Path) -> Iterator[None]:
+    """fd 2 into a file for the duration: a JVM started meanwhile (Spark's driver)
+    keeps writing its log there instead of over the live progress display."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
+
+
 @dataclass
 class Finalizer:
     name: str
@@ -79,11 +100,14 @@ class Teardown:
         self.finalizers.append(Finalizer(name, fn))
 
     def run(self, name: str) -> Any:
-        """Run one finalizer now (raises what it raises); later close() skips it."""
+        """Run one finalizer now (raises what it raises). Once it has completed, close()
+        skips it; interrupted half-way (a Ctrl-C inside heal-all), close() runs it again:
+        every finalizer is idempotent."""
         for f in reversed(self.finalizers):
             if f.name == name and not f.done:
+                result = f.fn()
                 f.done = True
-                return f.fn()
+                return result
         return None
 
     def pending(self) -> list[str]:

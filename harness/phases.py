@@ -38,10 +38,11 @@ class PhaseLog:
         """Time one phase; the body may put results into the yielded `detail` dict."""
         record: dict[str, Any] = {"name": name, "start_us": now_us(), "end_us": None,
                                   "outcome": None, "error": None, "detail": {}}
-        self.records.append(record)
-        self.current = name
-        self._write()
         try:
+            # Inside the try: a Ctrl-C while the start is being written still closes the record.
+            self.records.append(record)
+            self.current = name
+            self._write()
             yield record["detail"]
             record["outcome"] = record["detail"].pop("_outcome", OK)
         except KeyboardInterrupt:

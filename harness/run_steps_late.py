@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+from harness.context import stderr_to
 from harness.errors import HarnessError
 from harness.phases import FAILED, write_json
 from harness.run_steps import DELIVERY_SLACK_S, RunState, write_manifest
@@ -129,10 +130,11 @@ def verify(state: RunState, detail: dict) -> None:
     s = state.scenario
     state.say("verify: reconciling the history with Spark")
     write_manifest(state.ctx, end_us=int(time.time() * 1e6))
-    result = verify_run(str(state.ctx.run_dir), spark_master=state.options.spark_master,
-                        spark=state.options.spark,
-                        unavailability_threshold_s=s.report.unavailability_threshold_s,
-                        write_html=s.report.html)
+    with stderr_to(state.ctx.run_dir / "logs" / "spark.log"):
+        result = verify_run(str(state.ctx.run_dir), spark_master=state.options.spark_master,
+                            spark=state.options.spark,
+                            unavailability_threshold_s=s.report.unavailability_threshold_s,
+                            write_html=s.report.html)
     state.verify_result = result
     detail.update(status=result.verdict.status, report=f"{result.report_dir}/index.html")
 

@@ -154,7 +154,7 @@ def _restore_signals(saved: dict) -> None:
 
 def _judge(state: RunState) -> None:
     for name in JUDGE_PHASES:
-        if name == "verify" and not state.options.verify:
+        if not state.options.verify:
             state.phases.skipped(name, "--no-verify")
             continue
         try:

@@ -121,9 +121,11 @@ def estimate_s(s: Scenario) -> float:
 
 def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir: Path,
               budget_s: float | None, progress: str, spark_master: str | None) -> list[dict]:
+    from harness.context import stderr_to
     from harness.runner import RunOptions, run_scenario
     from spark_reports.session import spark_session
-    spark, owned = spark_session(spark_master)
+    with stderr_to(suite_dir / "spark.log"):
+        spark, owned = spark_session(spark_master)
     rows: list[dict] = []
     started = time.monotonic()
     try:

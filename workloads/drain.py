@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.history import EventLog, HistoryWriter, now_us
+from harness.history import HistoryWriter, now_us
 from workloads.records import record_id_of
 from workloads.spec import DrainSpec
 

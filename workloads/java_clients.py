@@ -25,9 +25,10 @@ import json
 import shlex
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from harness.errors import HarnessError
 from harness.history import EventLog, HistoryWriter, now_us
@@ -220,7 +221,7 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
     exit_code: int | None = None
     stop_sent_at: float | None = None       # SIGTERM runs the tool's shutdown hook (flush, tool_data)
     try:
-        with open(events_file, "r") as fh:
+        with open(events_file) as fh:
             buf = ""
             while True:
                 chunk = fh.read(1 << 20)

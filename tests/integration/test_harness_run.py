@@ -77,7 +77,7 @@ def _interrupt_in(phase: str, tmp_path: Path) -> tuple[Path, subprocess.Complete
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                             start_new_session=True)
     deadline = time.monotonic() + 600
-    run_dir = None
+    run_dir, sent = None, False
     try:
         while time.monotonic() < deadline and proc.poll() is None:
             dirs = [d for d in runs.iterdir()] if runs.exists() else []
@@ -87,6 +87,7 @@ def _interrupt_in(phase: str, tmp_path: Path) -> tuple[Path, subprocess.Complete
             if current and current[-1]["name"] == phase:
                 time.sleep(1.0 if phase in ("faults", "verify", "workloads-stop") else 0.0)
                 os.killpg(proc.pid, signal.SIGINT)
+                sent = True
                 break
             time.sleep(0.05)
         out, _ = proc.communicate(timeout=600)
@@ -96,6 +97,10 @@ def _interrupt_in(phase: str, tmp_path: Path) -> tuple[Path, subprocess.Complete
         if proc.poll() is None:
             proc.kill()
     assert run_dir is not None, "the run never made its directory"
+    if not sent:
+        durations = {p["name"]: (p["end_us"] - p["start_us"]) / 1e3 for p in read_phases(run_dir)}
+        pytest.skip(f"phase {phase} lasted {durations.get(phase, 0):.0f} ms: "
+                    "shorter than this test can catch")
     return run_dir, subprocess.CompletedProcess(proc.args, proc.returncode, out, "")
 
 
@@ -123,10 +128,12 @@ def test_ctrl_c_in_a_phase_heals_stops_and_leaves_a_judgeable_history(tmp_path, 
     assert ALL_PHASES.index(stopped) >= ALL_PHASES.index(phase), (phase, stopped)
     phases = {p["name"]: p for p in read_phases(run_dir)}
     assert phases[stopped]["outcome"] in ("interrupted", "ok")
-    if "heal-all" in phases and ALL_PHASES.index(stopped) > ALL_PHASES.index("cluster-up"):
-        assert phases["heal-all"]["outcome"] in ("ok", "failed"), phases["heal-all"]
-        assert not phases["heal-all"]["detail"].get("leftovers"), phases["heal-all"]
-    assert phases["cluster-stop"]["outcome"] == "ok"
+    heals = [p for p in read_phases(run_dir) if p["name"] == "heal-all"]
+    if heals:       # interrupted inside heal-all, the teardown heals again: the last one counts
+        assert heals[-1]["outcome"] in ("ok", "failed"), heals
+        assert not heals[-1]["detail"].get("leftovers"), heals
+    # Interrupted before a cluster object existed, there is no cluster to stop.
+    assert phases.get("cluster-stop", {"outcome": "ok"})["outcome"] == "ok"
     assert not _leftovers(run_dir.name)
     verify = subprocess.run([*HARNESS, "verify", str(run_dir)], capture_output=True, text=True,
                             timeout=600)

@@ -78,6 +78,8 @@ def test_teardown_runs_every_finalizer_newest_first_even_when_one_fails():
     t.push("workloads-stop", lambda: 1 / 0)
     t.push("heal-all", lambda: done.append("heal"))
     t.run("heal-all")                                # a phase ran it early: not again
+    with pytest.raises(ZeroDivisionError):
+        t.run("workloads-stop")                      # failed half-way: close() runs it again
     errors = t.close()
     assert done == ["heal", "cluster"]
     assert list(errors) == ["workloads-stop"] and "ZeroDivisionError" in errors["workloads-stop"]

@@ -8,6 +8,7 @@ import textwrap
 import pytest
 
 from harness.cli import main
+from harness.scenario import _display
 
 BASE = """\
 cluster:
@@ -145,7 +146,8 @@ def test_malformed_scenario_exits_2_naming_file_line_and_field(tmp_path, capsys,
     code = main(["run", str(path), "--runs-dir", str(tmp_path / "runs")])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert f"{path}:{line} " in err or f"{path}:{line}:" in err, err
+    shown = _display(path)               # relative to the current directory when below it
+    assert f"{shown}:{line} " in err or f"{shown}:{line}:" in err, err
     for word in words:
         assert word in err, err
     assert not (tmp_path / "runs").exists()            # no run dir: nothing started
