@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from html import escape
 from pathlib import Path
-from xml.etree import ElementTree as ET
 
 from harness.compare import aggregate, differences, exit_code, fmt_spread
+from harness.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
          "td,th{border:1px solid #ccc;padding:4px 8px;font-size:90%;text-align:right}"
@@ -99,16 +99,13 @@ def _runs_html(compare_dir: Path, doc: dict) -> str:
 
 def junit(doc: dict) -> str:
     runs = [r for v in doc["variants"] for r in v["runs"]]
-    suite = ET.Element("testsuite", name=f"harness compare {doc.get('scenario')}", tests=str(len(runs)),
-                       failures=str(sum(r["status"] == "failed" for r in runs)),
-                       errors=str(sum(r["status"] not in ("passed", "failed") for r in runs)))
-    for r in runs:
-        case = ET.SubElement(suite, "testcase", classname=f"harness.compare.{doc.get('scenario')}",
-                             name=f"{r['variant']} #{r['repeat']}")
+
+    def case(r: dict) -> tuple[str, str, str]:
+        name = f"{r['variant']} #{r['repeat']}"
+        if r["status"] == "passed":
+            return name, "passed", ""
         if r["status"] == "failed":
-            msg = "; ".join(r.get("failures") or []) or "expectations violated"
-            ET.SubElement(case, "failure", message=msg).text = msg
-        elif r["status"] != "passed":
-            ET.SubElement(case, "error", message=str(r.get("reason"))).text = str(r.get("reason"))
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+            return name, "failed", "; ".join(r.get("failures") or []) or "expectations violated"
+        return name, "error", str(r.get("reason"))
+    return junit_xml(f"harness compare {doc.get('scenario')}",
+                     f"harness.compare.{doc.get('scenario')}", [case(r) for r in runs])

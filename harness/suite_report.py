@@ -6,7 +6,8 @@ import json
 from collections import defaultdict
 from html import escape
 from pathlib import Path
-from xml.etree import ElementTree as ET
+
+from harness.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
          "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}"
@@ -72,19 +73,12 @@ def _html(suite_dir: Path, name: str, rows: list[dict], skipped: list[dict]) -> 
 
 
 def _junit(name: str, rows: list[dict]) -> str:
-    suite = ET.Element("testsuite", name=f"harness suite {name}", tests=str(len(rows)),
-                       failures=str(sum(r["verdict"] == "failed" for r in rows)),
-                       errors=str(sum(r["verdict"] == "unknown" for r in rows)),
-                       skipped=str(sum(r["verdict"] in ("skipped", "not verified") for r in rows)))
-    for r in rows:
-        case = ET.SubElement(suite, "testcase", classname=f"harness.suite.{name}",
-                             name=f"{r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]")
+    outcome = {"passed": "passed", "failed": "failed", "skipped": "skipped", "not verified": "skipped"}
+
+    def message(r: dict) -> str:
         if r["verdict"] == "failed":
-            msg = "; ".join(r.get("failures") or []) or "expectations violated"
-            ET.SubElement(case, "failure", message=msg).text = msg
-        elif r["verdict"] == "unknown":
-            ET.SubElement(case, "error", message=str(r.get("reason"))).text = str(r.get("reason"))
-        elif r["verdict"] == "skipped":
-            ET.SubElement(case, "skipped", message=r.get("why", ""))
-    ET.indent(suite)
-    return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(suite, encoding="unicode") + "\n"
+            return "; ".join(r.get("failures") or []) or "expectations violated"
+        return str(r.get("why") or r.get("reason") or "")
+    return junit_xml(f"harness suite {name}", f"harness.suite.{name}",
+                     [(f"{r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]",
+                       outcome.get(r["verdict"], "error"), message(r)) for r in rows])
