@@ -60,6 +60,13 @@ def test_delivery_reports_become_rows(tmp_path):
     assert rows[2]["send_ts_us"] == rows[2]["ack_ts_us"]   # no latency reported
 
 
+def test_acks_0_keeps_no_offset_even_when_the_client_reports_one(tmp_path):
+    rec = DeliveryRecorder(ProducerSpec(name="p0", topic="t", records=1, acks="0",
+                                        enable_idempotence=False))
+    rec.on_delivery(None, FakeMsg(ValueMaker("p0", 100)(0), 0, 4711))
+    assert rec.take()["offset"] == [None]
+
+
 def _meta(tmp_path, writer_name="p0-w", txn_id=None):
     work = tmp_path / "workloads"
     work.mkdir(exist_ok=True)
