@@ -85,49 +85,13 @@ def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
     consumer = Consumer(conf)
     writer = HistoryWriter(run_dir, "consumed", run_id, writer_name=f"drain-{uuid.uuid4().hex[:6]}",
                            flush_rows=20000, flush_seconds=1.0)
-    parts: list[_Part] = []
     problems: list[dict[str, Any]] = []
+    parts: list[_Part] = []
     records = 0
     try:
-        for topic in spec.topics:
-            try:
-                md = consumer.list_topics(topic, timeout=max(1.0, min(10.0, deadline - time.monotonic()))).topics[topic]
-                if md.error is not None:
-                    raise KafkaException(md.error)
-                parts += [_Part(topic, p) for p in sorted(md.partitions)]
-            except KafkaException as e:
-                problems.append({"topic": topic, "partition": None, "reason":
-                                 f"no metadata: {e.args[0].name() if e.args else e}"})
+        parts = _partitions(consumer, spec.topics, deadline, problems)
         _end_offsets(consumer, parts, timeout=5)
-        by_tp = {(p.topic, p.partition): p for p in parts}
-        assigned: set[tuple[str, int]] = set()
-        last_progress = time.monotonic()
-        last_snap: tuple = ()
-        while time.monotonic() < deadline:
-            todo = [p for p in parts if not p.done]
-            if not todo:
-                break
-            missing_end = [p for p in todo if p.end is None]
-            if missing_end:                # leader may be back: ask again
-                _end_offsets(consumer, missing_end, timeout=1)
-            new = [p for p in todo if p.end is not None and (p.topic, p.partition) not in assigned]
-            if new:
-                consumer.incremental_assign([TopicPartition(p.topic, p.partition, p.position)
-                                             for p in new])
-                assigned.update((p.topic, p.partition) for p in new)
-            if not assigned:
-                time.sleep(0.5)
-            else:
-                records += _consume_batch(consumer, by_tp, writer, spec.isolation, records)
-            now = time.monotonic()
-            snap = tuple((p.position, p.done, p.end) for p in parts)
-            if snap != last_snap:
-                last_snap, last_progress = snap, now
-            elif now - last_progress > spec.stall_s:
-                for p in parts:
-                    if not p.done:
-                        p.reason = p.reason or f"stalled {spec.stall_s:.0f}s without progress"
-                break
+        records = _read_all(consumer, parts, writer, spec, deadline)
         for p in parts:
             if not p.done:
                 problems.append({"topic": p.topic, "partition": p.partition,
@@ -147,6 +111,58 @@ def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
         events.emit("phase", "drain-end", DRAIN, complete=result.complete)
         events.flush()
     return result
+
+
+def _partitions(consumer: Consumer, topics, deadline: float,
+                problems: list[dict[str, Any]]) -> list[_Part]:
+    """Every partition of the topics; a topic without metadata is a problem, not an error."""
+    parts: list[_Part] = []
+    for topic in topics:
+        try:
+            md = consumer.list_topics(topic, timeout=max(1.0, min(10.0, deadline - time.monotonic()))).topics[topic]
+            if md.error is not None:
+                raise KafkaException(md.error)
+            parts += [_Part(topic, p) for p in sorted(md.partitions)]
+        except KafkaException as e:
+            problems.append({"topic": topic, "partition": None, "reason":
+                             f"no metadata: {e.args[0].name() if e.args else e}"})
+    return parts
+
+
+def _read_all(consumer: Consumer, parts: list[_Part], writer: HistoryWriter, spec: DrainSpec,
+              deadline: float) -> int:
+    """Read until every partition is done, the deadline passes or nothing moved for stall_s."""
+    by_tp = {(p.topic, p.partition): p for p in parts}
+    assigned: set[tuple[str, int]] = set()
+    records = 0
+    last_progress = time.monotonic()
+    last_snap: tuple = ()
+    while time.monotonic() < deadline:
+        todo = [p for p in parts if not p.done]
+        if not todo:
+            break
+        missing_end = [p for p in todo if p.end is None]
+        if missing_end:                # leader may be back: ask again
+            _end_offsets(consumer, missing_end, timeout=1)
+        new = [p for p in todo if p.end is not None and (p.topic, p.partition) not in assigned]
+        if new:
+            consumer.incremental_assign([TopicPartition(p.topic, p.partition, p.position)
+                                         for p in new])
+            assigned.update((p.topic, p.partition) for p in new)
+        if not assigned:
+            time.sleep(0.5)
+        else:
+            records += _consume_batch(consumer, by_tp, writer, spec.isolation, records)
+        now = time.monotonic()
+        snap = tuple((p.position, p.done, p.end) for p in parts)
+        if snap != last_snap:
+            last_snap, last_progress = snap, now
+        elif now - last_progress > spec.stall_s:
+            for p in parts:
+                if not p.done:
+                    p.reason = p.reason or f"stalled {spec.stall_s:.0f}s without progress"
+            break
+    return records
 
 
 def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isolation: str,
