@@ -15,7 +15,8 @@ from pathlib import Path
 APP = "spark.app.name=harness-verify"
 
 
-def _stat(pid_dir: Path) -> tuple[str, int] | None:
+def proc_stat(pid_dir: Path) -> tuple[str, int] | None:
+    """(command name, parent pid) of /proc/<pid>, or None when it is gone."""
     try:
         pid_text, rest = (pid_dir / "stat").read_text().split(" (", 1)
         comm, fields = rest.rsplit(") ", 1)
@@ -27,7 +28,7 @@ def _stat(pid_dir: Path) -> tuple[str, int] | None:
 def orphan_spark_drivers() -> list[int]:
     found = []
     for pid_dir in Path("/proc").glob("[0-9]*"):
-        stat = _stat(pid_dir)
+        stat = proc_stat(pid_dir)
         if stat is None or stat[0] != "java" or stat[1] != 1:
             continue
         try:
@@ -48,3 +49,8 @@ def reap_orphan_spark_drivers(dry_run: bool = False) -> int:
             except ProcessLookupError:
                 pass
     return len(pids)
+
+
+def child_jvms(parent: int) -> list[int]:
+    return [int(d.name) for d in Path("/proc").glob("[0-9]*")
+            if proc_stat(d) == ("java", parent)]

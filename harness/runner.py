@@ -177,18 +177,13 @@ def _stop_spark() -> None:
     a JVM whose start-up was interrupted is not even known to PySpark yet: end every
     JVM this process started, so none outlives the run."""
     import os
-    me = str(os.getpid())
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+
+    from harness.orphans import child_jvms
+    for pid in child_jvms(os.getpid()):
         try:
-            pid, rest = stat.read_text().split(" (", 1)
-            comm, fields = rest.rsplit(") ", 1)
-        except (OSError, ValueError):
-            continue
-        if comm == "java" and fields.split()[1] == me:
-            try:
-                os.kill(int(pid), signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def write_result(state: RunState, result: RunResult) -> None:
