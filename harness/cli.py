@@ -61,6 +61,11 @@ def _compare(args: argparse.Namespace) -> int:
     return compare_command(args)
 
 
+def _upgrade_check(args: argparse.Namespace) -> int:
+    from harness.upgrade_check import upgrade_check_command
+    return upgrade_check_command(args)
+
+
 def _list(args: argparse.Namespace) -> int:
     from harness.run_cli import list_command
     return list_command()
@@ -126,6 +131,8 @@ def _add_run_commands(sub) -> None:
 
     from harness.compare_cli import add_parser as add_compare  # argparse only; the work is lazy
     add_compare(sub).set_defaults(func=_compare)
+    from harness.upgrade_check import add_parser as add_upgrade_check
+    add_upgrade_check(sub).set_defaults(func=_upgrade_check)
 
     ls = sub.add_parser("list", help="the built-in scenarios, one line each")
     ls.set_defaults(func=_list)

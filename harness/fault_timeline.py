@@ -44,11 +44,13 @@ class PlannedFault:
         return None if self.injected_s is None else round(self.injected_s - self.at_s, 3)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"label": self.label, "fault_id": getattr(self.fault, "fault_id", None),
+        return {"label": self.label, "fault_id": self.fault.fault_id if self.fault else None,
                 "planned_at_s": self.at_s, "planned_hold_s": self.hold_s,
                 "injected_s": self.injected_s, "inject_done_s": self.inject_done_s,
                 "healed_s": self.healed_s, "slip_s": self.slip_s, "error": self.error,
-                "targets": [n.name for n in getattr(self.fault, "targets", [])]}
+                "targets": [n.name for n in self.fault.targets] if self.fault else [],
+                # what the fault said about itself (an upgrade's per-node settle times …)
+                "detail": dict(self.fault.detail) if self.fault else {}}
 
 
 def plan_faults(scenario, seed: int) -> list[PlannedFault]:

@@ -24,9 +24,14 @@ def preflight() -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.runner import RunOptions, run_scenario
     from harness.scenario import load_scenario
-    scenario = load_scenario(args.scenario, tuple(args.overrides), args.seed)
+    return run_loaded(load_scenario(args.scenario, tuple(args.overrides), args.seed), args)
+
+
+def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
+    """Run a validated scenario with `harness run`'s options (dry run, runs dir, progress);
+    `epilogue(result)` prints a command's own lines before the verdict."""
+    from harness.runner import RunOptions, run_scenario
     if args.dry_run:
         sys.stdout.write(scenario.to_yaml())
         return 0
@@ -37,6 +42,8 @@ def run_command(args: argparse.Namespace) -> int:
     print(f"harness run: scenario {scenario.name} ({scenario.source}), seed {scenario.seed}",
           flush=True)
     result = run_scenario(scenario, options)
+    if epilogue is not None:
+        epilogue(result)
     print(f"run dir: {result.run_dir}")
     if result.exit_code == 2:
         print(f"harness run: could not judge: {result.reason}", file=sys.stderr)

@@ -1,0 +1,132 @@
+"""`harness upgrade-check --from 3.9 --to 4`: your cluster, upgraded under load, judged.
+
+The scenario is yours (a file or a built-in name, with `--set` overrides: your
+topology, topic and client configs) or, without one, the built-in
+`claim-rolling-upgrade`. Its cluster starts on `--from`; its faults are replaced by
+one rolling upgrade to `--to`: controllers first, then brokers, one node at a time
+waiting for a full ISR, then the metadata version raised (faults/rolling.py). The
+workload runs through all of it and the run is judged like any other: nothing
+lost, unavailability bounded (the scenario's expectations), each node's settle
+time in faults.json and the report.
+
+ZooKeeper clusters cannot go to 4.x (it has no ZooKeeper mode): they are sent to
+`harness run zk-migration` first.
+"""
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from harness.errors import SpecError
+
+if TYPE_CHECKING:        # the parser is built on every command: the model loads lazily
+    from harness.scenario import Scenario
+
+DEFAULT_SCENARIO = "claim-rolling-upgrade"
+UPGRADE_AT_S = 10
+# Seconds of load to keep per node upgraded: replace the container, restart, wait
+# for a full ISR. A 3.9 -> 4 upgrade of 3 combined nodes took 48.5 s here, 16 s a
+# node (benchmarks/RESULTS.md); twice that keeps the producers running past the end
+# on a slower machine.
+LOAD_PER_NODE_S = 30
+LOAD_AFTER_S = 30
+
+
+def upgrade_scenario(path_or_name: str | None, from_alias: str, to_alias: str,
+                     overrides: tuple[str, ...] = (), seed: int | None = None) -> Scenario:
+    """The scenario with its cluster on `from_alias` and one rolling upgrade to `to_alias`."""
+    from clusters.versions import resolve_version
+    from harness.scenario import load_scenario
+    old, new = _version("--from", from_alias, resolve_version), _version("--to", to_alias, resolve_version)
+    if _as_tuple(new.version) <= _as_tuple(old.version):
+        raise SpecError("--to", f"{new.version} is not newer than --from {old.version}",
+                        "give a newer version to upgrade to, e.g. --from 3.9 --to 4")
+    # its own faults go: they could not apply to the mode being checked
+    base = load_scenario(path_or_name or DEFAULT_SCENARIO, (*overrides, "faults={timeline: []}"), seed)
+    if base.cluster.mode == "zookeeper" and new.major >= 4:
+        raise SpecError(_where(path_or_name, overrides, ("cluster", "mode")),
+                        f"a ZooKeeper cluster cannot be upgraded to {new.version}: "
+                        "Kafka 4 has no ZooKeeper mode",
+                        "migrate to KRaft first (harness run zk-migration), or check a KRaft "
+                        "copy of your scenario with --set cluster.mode=kraft-combined")
+    nodes = base.cluster.brokers + (base.cluster.controllers if base.cluster.mode == "kraft-isolated" else 0)
+    load_s = max(base.workload.duration_s or 0, UPGRADE_AT_S + LOAD_PER_NODE_S * nodes + LOAD_AFTER_S)
+    upgrade = (f"faults={{timeline: [{{at: {UPGRADE_AT_S}, fault: rolling-upgrade, "
+               f"params: {{to_version: '{new.version}'}}}}]}}")
+    return load_scenario(path_or_name or DEFAULT_SCENARIO, (
+        *overrides, f"cluster.version='{old.version}'", upgrade, f"workload.duration_s={load_s}",
+        f"description='upgrade check {old.version} -> {new.version}: {_quoted(base.description)}'"),
+        seed)
+
+
+def _where(path_or_name: str | None, overrides: tuple[str, ...], path: tuple) -> str:
+    """file:line field (or the --set that wrote it), as every scenario error says."""
+    from harness.scenario import _display, known_fields, resolve_path
+    from harness.yamlsource import apply_set, load_yaml
+    file = resolve_path(path_or_name or DEFAULT_SCENARIO)
+    data, source = load_yaml(file.read_text(), _display(file))
+    for assignment in overrides:
+        data = apply_set(data, assignment, known_fields(), source)
+    return source.where(path)
+
+
+def _version(flag: str, alias: str, resolve):
+    try:
+        return resolve(alias)
+    except SpecError as e:
+        raise SpecError(flag, e.problem, e.fix) from None
+
+
+def _as_tuple(version: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in version.split(".") if p.isdigit())
+
+
+def _quoted(text: str) -> str:
+    return (text or "").replace("'", "''")
+
+
+def upgrade_check_command(args: argparse.Namespace) -> int:
+    from harness.run_cli import run_loaded
+    scenario = upgrade_scenario(args.scenario, args.from_version, args.to_version,
+                                tuple(args.overrides), args.seed)
+    return run_loaded(scenario, args, epilogue=lambda result: print(upgrade_lines(result.run_dir)))
+
+
+def upgrade_lines(run_dir: Path) -> str:
+    """The upgrade's own account, from faults.json: each node's time to settle (a full
+    ISR again), the metadata version raised, the whole upgrade's seconds."""
+    import json
+    try:
+        [upgrade] = json.loads((Path(run_dir) / "faults.json").read_text())
+    except (OSError, ValueError):
+        return "upgrade: not started (no faults.json)"
+    d = upgrade.get("detail") or {}
+    settle = ", ".join(f"{n} {s:.1f} s" for n, s in (d.get("settle_s") or {}).items())
+    lines = [f"upgrade to {d.get('to_version', '?')}: nodes in order, seconds to a full ISR: "
+             f"{settle or 'none upgraded'}"]
+    raised = [ln for ln in (d.get("features_output") or "").splitlines() if "metadata.version" in ln]
+    lines.append(f"  metadata version {d.get('release_version', '?')}: "
+                 f"{raised[0] if raised else 'not raised'}")
+    took = (upgrade["inject_done_s"] - upgrade["injected_s"]) if upgrade.get("inject_done_s") else None
+    lines.append(f"  the whole upgrade: {f'{took:.1f} s' if took is not None else 'did not finish'}"
+                 + (f"; error: {upgrade['error']}" if upgrade.get("error") else ""))
+    return "\n".join(lines)
+
+
+def add_parser(sub) -> argparse.ArgumentParser:
+    u = sub.add_parser("upgrade-check", help="upgrade your cluster under load and judge it "
+                       "(rolling: controllers, brokers, metadata version)")
+    u.add_argument("--from", dest="from_version", required=True, help="the version you run, e.g. 3.9")
+    u.add_argument("--to", dest="to_version", required=True, help="the version you upgrade to, e.g. 4")
+    u.add_argument("--scenario", default=None,
+                   help=f"your topology and configs: a scenario file or built-in (default {DEFAULT_SCENARIO})")
+    u.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a field, e.g. --set cluster.brokers=5 --set topic.configs.min.insync.replicas=2")
+    u.add_argument("--seed", type=int, default=None)
+    u.add_argument("--runs-dir", type=Path, default=Path("runs"))
+    u.add_argument("--no-verify", action="store_true")
+    u.add_argument("--spark-master", default=None)
+    u.add_argument("--plain", action="store_true")
+    u.add_argument("--dry-run", action="store_true", help="print the resolved scenario; start nothing")
+    return u

@@ -1,0 +1,41 @@
+"""`harness upgrade-check --from 3.9 --to 4` on a real cluster: every node upgraded
+under load, the metadata version raised, nothing lost, each node's time reported."""
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+from test_harness_run import _leftovers, _only_run  # same dir: pytest puts it on sys.path
+
+HARNESS = [sys.executable, "-m", "harness.cli"]
+
+
+def test_upgrade_check_upgrades_every_node_under_load_and_judges_it(tmp_path):
+    runs = tmp_path / "runs"
+    proc = subprocess.run([*HARNESS, "upgrade-check", "--from", "3.9", "--to", "4",
+                           "--runs-dir", str(runs), "--plain"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = _only_run(runs)
+    [upgrade] = json.loads((run_dir / "faults.json").read_text())
+    assert upgrade["error"] is None and upgrade["inject_done_s"] is not None
+    detail = upgrade["detail"]
+    assert detail["to_version"] == "4.3.1"
+    assert sorted(detail["settle_s"]) == ["kafka-1", "kafka-2", "kafka-3"]
+    assert "metadata.version was upgraded" in detail["features_output"]
+    assert "seconds to a full ISR: kafka-1" in proc.stdout
+    # every node's current container runs the new version (kafka-N.log; a re-created
+    # node's earlier containers are kafka-N.<n>.log)
+    current = [p for p in (run_dir / "logs").glob("kafka-*.log") if re.fullmatch(r"kafka-\d+\.log", p.name)]
+    assert len(current) == 3, sorted(p.name for p in (run_dir / "logs").iterdir())
+    for log in current:
+        versions = [line for line in log.read_text(errors="replace").splitlines()
+                    if "Kafka version:" in line]
+        assert versions and versions[-1].rstrip().endswith("4.3.1"), (log.name, versions[-3:])
+    summary = json.loads((run_dir / "result.json").read_text())
+    assert summary["status"] == "passed", summary
+    assert not _leftovers(run_dir.name)
+    assert Path(run_dir / "report" / "index.html").is_file()
