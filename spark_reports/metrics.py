@@ -95,7 +95,7 @@ def percentiles(buckets: list[tuple[int, int, float, float]]) -> dict:
 
 PLAIN_TESTS_MAX = 64     # fault windows tested as plain expressions first (histograms)
 HIST_KINDS = ("ack", "e2e", "sent", "ack_s", "fault_ack", "fault_e2e", "ack_slot", "fault_sent",
-              "acked_topic_s")
+              "acked_topic_s", "fault_acked")
 
 
 def histograms(records: DataFrame, tl: Timeline | None = None,
@@ -114,7 +114,9 @@ def histograms(records: DataFrame, tl: Timeline | None = None,
     - "fault_sent": sends inside a fault window per partition (key = the fault's
       index, bucket = tp), for the partitions written while it was active;
     - "acked_topic_s": acks per second (key) and topic (bucket = tp >> 32), for
-      consumer lag.
+      consumer lag;
+    - "fault_acked": records sent inside a fault window and acknowledged before it
+      ended, per partition (key = the fault's index, bucket = tp), for acked_during.
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
     items = F.array(*_record_items(threshold_us))
@@ -180,7 +182,9 @@ def _fault_items(faults: list) -> tuple:
     return F.flatten(F.transform(inside, lambda w: F.array(
         F.when(ack.isNotNull(), _item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
         F.when(e2e.isNotNull(), _item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)),
-        F.when(tp.isNotNull(), _item("fault_sent", w["i"], tp, F.lit(0)))))), near
+        F.when(tp.isNotNull(), _item("fault_sent", w["i"], tp, F.lit(0))),
+        F.when(F.col("acked") & tp.isNotNull() & (F.col("ack_ts_us") <= w["z"]),
+               _item("fault_acked", w["i"], tp, F.lit(0)))))), near
 
 
 def latencies(hist: dict[str, list]) -> dict:
@@ -199,6 +203,18 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
     return {f.fault_id: {"ack_latency_ms": percentiles(by[(i, "fault_ack")]),
                          "e2e_latency_ms": percentiles(by[(i, "fault_e2e")])}
             for i, f in enumerate(tl.faults)}
+
+
+def acked_during(hist: dict[str, list], tl: Timeline, touched: dict, topics: list[str]) -> list[int]:
+    """Per fault: the records sent on its touched partitions while it was active and
+    acknowledged before its heal (claim 5: with fewer in-sync replicas than min ISR,
+    acks=all acknowledges nothing there until a follower returns)."""
+    keys = {i: {tp_key(topics, t, p) for t, p in touched[i][0]} for i in range(len(tl.faults))}
+    counts = [0] * len(tl.faults)
+    for i, tp, n, _, _ in hist["fault_acked"]:
+        if tp in keys.get(i, ()):
+            counts[i] += n
+    return counts
 
 
 def per_second(hist: dict[str, list], consumed: DataFrame) -> list[dict]:
@@ -250,12 +266,25 @@ def consumer_lag(hist: dict[str, list], groups: DataFrame, topics: list[str]) ->
                 per_s[s_] += n
         for s_, n in delivered[g].items():
             per_s[s_] -= n
-        total, series = 0, []
-        for s_ in range(min(per_s), max(per_s) + 1):
-            total += per_s.get(s_, 0)
-            series.append({"second": s_, "lag": max(total, 0)})
-        out.append({"group_id": g, "per_second": series})
+        series, stall = _lag_series(per_s, delivered[g])
+        out.append({"group_id": g, "per_second": series, "longest_stall_s": stall})
     return out
+
+
+def _lag_series(change: dict[int, int], delivered: dict[int, int]) -> tuple[list[dict], int]:
+    """The lag at the end of each second from its changes, and the group's longest
+    stall: the most consecutive seconds in which records were waiting (lag above 0
+    when the second began) and the group received no new position (claim 12: a
+    rebalance's stop-the-world shows up here; a re-read of old positions does not
+    end a stall)."""
+    total, series, stall, longest = 0, [], 0, 0
+    for s_ in range(min(change), max(change) + 1):
+        waiting = total > 0
+        total += change.get(s_, 0)
+        series.append({"second": s_, "lag": max(total, 0)})
+        stall = stall + 1 if waiting and not delivered.get(s_) else 0
+        longest = max(longest, stall)
+    return series, longest
 
 
 def unavailability(spark, records: DataFrame, threshold_s: float, run_end_us: int | None,

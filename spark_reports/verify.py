@@ -308,9 +308,11 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
         "recovery": recov,
         "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
                            else max((r["seconds"] for r in recov), default=0.0)),
+        "isr": m["isr"],
         "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "target": f.target,
                            "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
-                           **m["fault_latencies"].get(f.fault_id, {})} for f in tl.faults],
+                           "acked_during": m["acked_during"][i],
+                           **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
         "throughput": {
             "seconds_active": len(active),
             "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
@@ -335,6 +337,7 @@ def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
     """Every metric (spark_reports/metrics.py) from the views, with the seconds each
     step took."""
     from spark_reports import metrics as M
+    from spark_reports.isr import isr_by_fault
 
     steps: dict = {}
     step = _Steps(steps)
@@ -349,8 +352,10 @@ def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
     out["unavailability"] = M.unavailability(spark, inputs, threshold,
                                              views.sizes["run_end_us"], hist, all_parts, topics)
     step("unavailability")
-    out["recovery"] = M.recovery(tl, M.touched_by_fault(tl, hist, all_parts, topics),
-                                 out["unavailability"])
+    touched = M.touched_by_fault(tl, hist, all_parts, topics)
+    out["recovery"] = M.recovery(tl, touched, out["unavailability"])
+    out["isr"] = isr_by_fault(tl, touched)
+    out["acked_during"] = M.acked_during(hist, tl, touched, topics)
     step("recovery")
     return {**out, "steps": steps}
 

@@ -20,7 +20,13 @@ scenario.yaml):
 
 A bare list is accepted too. Metrics: every anomaly kind, every count
 (sent, acked, failed, indeterminate, consumed, …), max_unavailability_s,
-max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>.
+max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>. Per fault, from the
+summary's `isr` and `fault_windows`: isr_shrinks (faults under which a touched
+partition's ISR shrank), max_isr_restore_s (the longest wait after a heal for a
+full ISR; ∞ when one never came back) and acked_during_faults (records sent on a
+fault's touched partitions while it was active and acknowledged before its heal);
+max_consumer_stall_s: the longest run of seconds in which a group had records
+waiting and received no new one (the summary's consumer_lag).
 Conditions: a fact name, or `not <fact>`.
 """
 from __future__ import annotations
@@ -37,7 +43,8 @@ from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
           "consumed_drain", "consumed_foreign", "commits", "commits_ok")
-DERIVED = ("max_unavailability_s", "max_recovery_s")
+DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
+           "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")
                   for p in ("p50", "p99", "p999", "max"))
 METRICS = KINDS + COUNTS + DERIVED + LATENCIES

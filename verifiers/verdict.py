@@ -58,11 +58,47 @@ def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
         if never:
             return float("inf"), f"never recovered from {', '.join(never)}"
         return max((r["seconds"] for r in rec), default=0.0), None
+    if metric in _DERIVED_FROM_METRICS:
+        return _DERIVED_FROM_METRICS[metric](metrics)
     if "." in metric:
         group, key = metric.split(".", 1)
         v = metrics.get(group, {}).get(key)
         return (v, None) if v is not None else (None, f"{metric} has no value (no samples)")
     return None, f"{metric} is not in the summary"
+
+
+def _isr_shrinks(metrics: dict) -> tuple[float | None, str | None]:
+    if "isr" not in metrics:
+        return None, "the summary has no isr (verified before ISR was measured)"
+    return sum(1 for f in metrics["isr"] if f["shrunk_s"] is not None), None
+
+
+def _max_isr_restore(metrics: dict) -> tuple[float | None, str | None]:
+    if "isr" not in metrics:
+        return None, "the summary has no isr (verified before ISR was measured)"
+    shrunk = [f for f in metrics["isr"] if f["shrunk_s"] is not None]
+    never = [f["name"] for f in shrunk if f["restored_after_heal_s"] is None]
+    if never:
+        return float("inf"), f"no full ISR again after {', '.join(never)}"
+    return max((f["restored_after_heal_s"] for f in shrunk), default=0.0), None
+
+
+def _acked_during(metrics: dict) -> tuple[float | None, str | None]:
+    windows = metrics.get("fault_windows", [])
+    if any("acked_during" not in w for w in windows):
+        return None, "the summary has no acked_during (verified before it was measured)"
+    return sum(w["acked_during"] for w in windows), None
+
+
+def _max_stall(metrics: dict) -> tuple[float | None, str | None]:
+    groups = metrics.get("consumer_lag", [])
+    if any("longest_stall_s" not in g for g in groups):
+        return None, "the summary has no longest_stall_s (verified before it was measured)"
+    return max((g["longest_stall_s"] for g in groups), default=0), None
+
+
+_DERIVED_FROM_METRICS = {"isr_shrinks": _isr_shrinks, "max_isr_restore_s": _max_isr_restore,
+              "acked_during_faults": _acked_during, "max_consumer_stall_s": _max_stall}
 
 
 def _fmt(x: float) -> str:

@@ -254,6 +254,12 @@ def build(h: History) -> None:
         rid = h.send(t, "ua-q", i, partition=1, offset=i, send_ts=base + int(s * S),
                      ack_ts=base + int(a * S))
         h.drain(t, 1, i, rid)
+    # ISR: partition 0 short from 2 s to 4.5 s, partition 1 from 2.05 s to 5 s, so the
+    # fault touched both; partition 1's send at 2.1 s was acked (2.11 s) inside it.
+    for p, (short, full, isr) in enumerate(((2.0, 4.5, [2, 3]), (2.05, 5.0, [1, 2]))):
+        for ts, members in ((short, isr), (full, [1, 2, 3])):
+            h.event("observe", "isr", base + int(ts * S), None, json.dumps(
+                {"topic": t, "partition": p, "isr": members, "replicas": [1, 2, 3]}))
 
     # explained: a record acked by kafka-3 (leader since 0.5 s) while f-ua was active,
     # then lost.
@@ -403,8 +409,15 @@ def test_unavailability_window_and_recovery(verified):
     assert rec[0]["after_heal_s"] == pytest.approx(0.5)
     assert rec[0]["unavailable_s"] == pytest.approx(3.0)
     assert rec[0]["partitions_from"] == "leader/ISR changes observed"
-    assert list(rec[0]["partitions"]) == ["unavail-0"]
+    assert list(rec[0]["partitions"]) == ["unavail-0", "unavail-1"]
+    assert rec[0]["partitions"]["unavail-1"]["seconds"] == 0.0    # its 2 s were start-up
     fw = [f for f in m["fault_windows"] if f["fault_id"] == "f-ua"][0]
+    # sent inside the fault on a touched partition and acked before its heal: 2.1 s
+    # (acked 2.11 s); not 1.5 s (acked after the heal) nor 1.3 s (an untouched partition)
+    assert fw["acked_during"] == 1
+    [isr] = [f for f in m["isr"] if f["fault_id"] == "f-ua"]
+    assert isr["shrunk_s"] == pytest.approx(0.8)
+    assert isr["restored_after_heal_s"] == pytest.approx(1.5)
     # the sends at 1.3 s (2.5 s), 1.5 s (4 s) and 2.1 s (2.11 s) are inside the fault
     assert fw["ack_latency_ms"]["n"] == 3
     assert fw["ack_latency_ms"]["p50"] == pytest.approx(1200.0, rel=1e-3)
