@@ -90,6 +90,22 @@ def one_follower_of(topic: str, partition: int = 0) -> Selector:
     return _named(select, f"one_follower_of({topic!r}, {partition})")
 
 
+def in_sync_follower_of(topic: str, partition: int = 0) -> Selector:
+    """One follower still in the partition's ISR (seeded choice): stopping followers
+    one by one with it leaves the leader alone in the ISR, never re-picking one
+    already stopped."""
+    def select(ctx: FaultContext) -> list[Node]:
+        for state in ctx.cluster.partitions(topic):
+            if state.partition == partition:
+                in_sync = [r for r in state.isr if r != state.leader]
+                if not in_sync:
+                    raise SelectorError(f"{topic}-{partition} has no follower in its ISR "
+                                        f"(ISR {list(state.isr)}, leader {state.leader})")
+                return _by_id(ctx, [ctx.rng.choice(sorted(in_sync))])
+        raise SelectorError(f"no partition {topic}-{partition}")
+    return _named(select, f"in_sync_follower_of({topic!r}, {partition})")
+
+
 def active_controller(ctx: FaultContext) -> list[Node]:
     """The active controller: the KRaft quorum leader, or the ZooKeeper-mode controller broker."""
     controller = ctx.cluster.active_controller()
@@ -172,7 +188,7 @@ BARE_SELECTORS: dict[str, Selector] = {
     "controllers": controllers, "zookeepers": zookeepers,
     "minority": minority(), "majority": majority(),
 }
-PARTITION_SELECTORS = ("leader_of", "followers_of", "one_follower_of")
+PARTITION_SELECTORS = ("leader_of", "followers_of", "one_follower_of", "in_sync_follower_of")
 # Mapping forms and how to write them (for error messages).
 SELECTOR_FORMS: dict[str, str] = {
     **{name: f"{{{name}: {{topic: <topic>, partition: 0}}}}" for name in PARTITION_SELECTORS},
@@ -248,6 +264,8 @@ _PARSERS: dict[str, Callable[[Any, str], Selector]] = {
     "leader_of": lambda a, w: leader_of(*_topic_partition(a, w, "leader_of")),
     "followers_of": lambda a, w: followers_of(*_topic_partition(a, w, "followers_of")),
     "one_follower_of": lambda a, w: one_follower_of(*_topic_partition(a, w, "one_follower_of")),
+    "in_sync_follower_of": lambda a, w: in_sync_follower_of(
+        *_topic_partition(a, w, "in_sync_follower_of")),
     "node": _parse_node,
     "minority": _parse_split(minority, "minority"),
     "majority": _parse_split(majority, "majority"),

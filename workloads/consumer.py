@@ -16,6 +16,7 @@ commit is recorded twice.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -225,11 +226,34 @@ class ConsumerGroup:
         self.run_dir, self.run_id, self.events = run.dir, run.run_id, run.events
         self._workers: dict[str, WorkerProcess] = {}
         self._incarnation: dict[str, int] = {}
+        self._stopping = threading.Event()
+        self._churn: threading.Thread | None = None
 
     def start(self) -> "ConsumerGroup":
         for m in self.spec.member_names:
             self.start_member(m)
+        if self.spec.churn is not None:
+            self._churn = threading.Thread(target=self._churn_loop, name=f"churn-{self.spec.group_id}",
+                                           daemon=True)
+            self._churn.start()
         return self
+
+    def _churn_loop(self) -> None:
+        """spec.churn: bounce the members one after another until the group stops."""
+        churn, turn = self.spec.churn, 0
+        wait = churn.first_s
+        while not self._stopping.wait(wait):
+            member = self.spec.member_names[turn % self.spec.members]
+            turn += 1
+            try:
+                self.close_member(member) if churn.how == "clean" else self.kill_member(member)
+                if self._stopping.wait(churn.down_s):
+                    return                  # the group is stopping: this member stays down
+                self.start_member(member)
+                self._event("consumer-restart", member, incarnation=self._incarnation[member])
+            except Exception as e:  # noqa: BLE001 - one failed bounce must not end the churn
+                self._event("consumer-churn-error", member, error=f"{type(e).__name__}: {e}")
+            wait = churn.every_s
 
     def start_member(self, member: str) -> None:
         if member in self._workers and self._workers[member].is_alive():
@@ -272,6 +296,9 @@ class ConsumerGroup:
         self._event("consumer-restart", member, incarnation=self._incarnation[member])
 
     def stop(self, timeout: float = 30.0) -> None:
+        self._stopping.set()
+        if self._churn is not None:
+            self._churn.join(timeout)       # a bounce in progress ends first
         for w in self._workers.values():
             w.stop_event.set()
         for w in self._workers.values():

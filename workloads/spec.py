@@ -180,6 +180,32 @@ class ProducerSpec(_Spec):
         return self
 
 
+class ChurnSpec(_Spec):
+    """Members leaving and rejoining while the group runs: every `every_s` the next
+    member (round-robin) is closed cleanly (it leaves the group) or killed (SIGKILL:
+    nothing flushed or committed), stays away `down_s`, and a new incarnation starts.
+    The workload's own behaviour, recorded as `client` events; not a cluster fault."""
+    _section: str = "consumer.churn"
+    every_s: float = 10.0
+    how: Literal["clean", "kill"] = "clean"
+    down_s: float = 2.0
+    first_s: float = 10.0                      # the first one this long after the group starts
+
+    @field_validator("every_s", "first_s")
+    @classmethod
+    def _positive(cls, v: float) -> float:
+        if v <= 0:
+            raise ValueError("must be positive")
+        return v
+
+    @field_validator("down_s")
+    @classmethod
+    def _not_negative(cls, v: float) -> float:
+        if v < 0:
+            raise ValueError("must be 0 or more")
+        return v
+
+
 class ConsumerGroupSpec(_Spec):
     """A consumer group of `members` processes named <name_prefix>0..M-1."""
     _section: str = "consumer"
@@ -199,6 +225,7 @@ class ConsumerGroupSpec(_Spec):
     # How often a member flushes its history rows (after-processing also flushes
     # before every commit). A longer interval widens what a hard kill loses.
     history_flush_s: float = 1.0
+    churn: ChurnSpec | None = None
     client_config: dict[str, str] = {}
 
     _prefix = field_validator("name_prefix")(classmethod(lambda cls, v: _check_name(v)))

@@ -29,6 +29,14 @@ def test_leader_and_followers(ctx):
     assert sel.one_follower_of("t", 0)(ctx)[0].name in ("kafka-1", "kafka-5")
 
 
+def test_in_sync_follower_skips_followers_out_of_the_isr(ctx):
+    ctx.cluster.partition_states = [PartitionState("t", 0, 3, (3, 1, 5), (3, 5))]
+    assert [names(sel.in_sync_follower_of("t", 0)(ctx)) for _ in range(5)] == [["kafka-5"]] * 5
+    ctx.cluster.partition_states = [PartitionState("t", 0, 3, (3, 1, 5), (3,))]
+    with pytest.raises(sel.SelectorError, match="t-0 has no follower in its ISR"):
+        sel.in_sync_follower_of("t", 0)(ctx)
+
+
 def test_leaderless_partition_is_an_error_naming_it(ctx):
     with pytest.raises(sel.SelectorError, match="t-1 has no leader"):
         sel.leader_of("t", 1)(ctx)
