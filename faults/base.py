@@ -105,8 +105,11 @@ class BaseFault:
         finally:
             # The fault row is written even when inject failed half-way, so the
             # heal row that follows always has its partner.
+            # inject_s: how long the inject took (two kills, a rolling restart): the
+            # fault was wholly in effect only from its end
             ctx.emit("fault", self.name, target_names(self.targets) or None,
-                     ts_us=self.injected_at_us, **self._event_detail())
+                     ts_us=self.injected_at_us, **self._event_detail(),
+                     inject_s=round((now_us() - self.injected_at_us) / 1e6, 6))
         if self.heal_after_s is not None:
             time.sleep(self.heal_after_s)
             self.heal(ctx)

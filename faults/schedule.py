@@ -70,12 +70,16 @@ class Schedule:
 
 def build_schedule(seed: int, spec: ScheduleSpec) -> Schedule:
     """One fault at a time: quiet, inject, hold, heal, recover, repeat, as
-    long as the heal still falls within `duration_s`."""
+    long as the heal still falls within `duration_s`. Kinds are drawn from a
+    shuffled bag, refilled when empty: every kind comes once before any comes
+    twice, so a schedule long enough for N faults mixes all N kinds."""
     rng = random.Random(f"nemesis-{seed}")   # string seeds hash stably across processes
     steps: list[Step] = []
-    t, slot = spec.initial_quiet_s, 0
+    t, slot, bag = spec.initial_quiet_s, 0, []
     while True:
-        kind = rng.choice(spec.kinds)
+        if not bag:
+            bag = rng.sample(spec.kinds, len(spec.kinds))
+        kind = bag.pop()
         hold = round(rng.uniform(spec.fault_min_s, spec.fault_max_s), 3)
         if t + hold > spec.duration_s:
             break

@@ -1,7 +1,8 @@
 """`harness suite NAME|DIR`: many scenarios as one job, one after another.
 
 A suite is a YAML file (`harness/suites/<name>.yaml`: name, description,
-scenarios, optional modes/versions) or a folder of scenario files. Each
+scenarios, optional modes/versions, optional `include:` of other suites whose
+scenarios follow its own) or a folder of scenario files. Each
 scenario becomes one or more *variants*: every requested mode × version where
 the scenario applies (`applies_to:` in the scenario, and what the cluster spec
 allows: no ZooKeeper on 4.x), times `--repeat` seeds. Variants run in order,
@@ -81,6 +82,10 @@ def load_suite(name_or_dir: str) -> SuiteSpec:
         raise SpecError(f"{file} scenarios", "is missing or empty", "list scenario names or files")
     base = file.parent
     scenarios = [s if not str(s).endswith(".yaml") else str((base / s).resolve()) for s in doc["scenarios"]]
+    for other in doc.get("include") or []:        # another suite's scenarios, after these
+        if str(other) == file.stem:
+            raise SpecError(f"{file} include", f"{other!r} includes itself", "remove it")
+        scenarios += [s for s in load_suite(str(other)).scenarios if s not in scenarios]
     return SuiteSpec(str(doc.get("name", file.stem)), str(doc.get("description", "")), scenarios,
                      [str(m) for m in doc.get("modes") or []], [str(v) for v in doc.get("versions") or []])
 

@@ -115,8 +115,9 @@ def histograms(records: DataFrame, tl: Timeline | None = None,
       index, bucket = tp), for the partitions written while it was active;
     - "acked_topic_s": acks per second (key) and topic (bucket = tp >> 32), for
       consumer lag;
-    - "fault_acked": records sent inside a fault window and acknowledged before it
-      ended, per partition (key = the fault's index, bucket = tp), for acked_during.
+    - "fault_acked": records sent while a fault was wholly in effect (from the end of
+      its inject) and acknowledged before its heal, per partition (key = the fault's
+      index, bucket = tp), for acked_during.
 
     Kinds are numbers in the aggregation: a string key cost 3 of 10 s at 10 M."""
     items = F.array(*_record_items(threshold_us))
@@ -173,7 +174,8 @@ def _fault_items(faults: list) -> tuple:
         return None, None
     ack, e2e, tp, send = ACK_MS(), E2E_MS(), F.col("tp"), F.col("send_ts_us")
     windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
-                                 F.lit(f.end_us).alias("z")) for i, f in enumerate(faults)])
+                                 F.lit(f.end_us).alias("z"), F.lit(f.applied_us).alias("d"))
+                        for i, f in enumerate(faults)])
     near = None
     if len(faults) <= PLAIN_TESTS_MAX:
         near = F.col("sent") & reduce(lambda a, b: a | b, [
@@ -183,7 +185,7 @@ def _fault_items(faults: list) -> tuple:
         F.when(ack.isNotNull(), _item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
         F.when(e2e.isNotNull(), _item("fault_e2e", w["i"], _bucket(e2e, FINE), e2e)),
         F.when(tp.isNotNull(), _item("fault_sent", w["i"], tp, F.lit(0))),
-        F.when(F.col("acked") & tp.isNotNull() & (F.col("ack_ts_us") <= w["z"]),
+        F.when(F.col("acked") & tp.isNotNull() & (send >= w["d"]) & (F.col("ack_ts_us") <= w["z"]),
                _item("fault_acked", w["i"], tp, F.lit(0)))))), near
 
 
@@ -206,9 +208,11 @@ def fault_latencies(hist: dict[str, list], tl: Timeline) -> dict[str, dict]:
 
 
 def acked_during(hist: dict[str, list], tl: Timeline, touched: dict, topics: list[str]) -> list[int]:
-    """Per fault: the records sent on its touched partitions while it was active and
-    acknowledged before its heal (claim 5: with fewer in-sync replicas than min ISR,
-    acks=all acknowledges nothing there until a follower returns)."""
+    """Per fault: the records sent on its touched partitions while it was wholly in
+    effect (from the end of its inject: two followers are killed one after the other,
+    and acks go on between the kills) and acknowledged before its heal (claim 5: with
+    fewer in-sync replicas than min ISR, acks=all acknowledges nothing there until a
+    follower returns)."""
     keys = {i: {tp_key(topics, t, p) for t, p in touched[i][0]} for i in range(len(tl.faults))}
     counts = [0] * len(tl.faults)
     for i, tp, n, _, _ in hist["fault_acked"]:

@@ -6,7 +6,8 @@ object whose keys depend on the writer; unknown or malformed details are kept
 as raw text instead of failing the run.
 
 Keys read from `detail`:
-- fault/heal: `fault_id` (pairs a heal with its fault).
+- fault/heal: `fault_id` (pairs a heal with its fault); fault: `inject_s`, the
+  seconds its inject took (the fault is wholly in effect from then on).
 - observe (name `leader`, `isr`, …): `topic`, `partition`, `leader`, `isr`.
 """
 from __future__ import annotations
@@ -24,6 +25,7 @@ class FaultWindow:
     start_us: int
     end_us: int          # heal time, or the end of the run when never healed
     healed: bool
+    applied_us: int = 0  # when its inject ended (the fault row's inject_s; else start_us)
 
 
 @dataclass(frozen=True)
@@ -104,9 +106,12 @@ def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
         if not healed:
             tl.notes.append(f"fault {f['name']} ({fid}) was never healed; its window runs "
                             f"to the end of the run")
+        end_us = heals[fid] if healed else end_default
+        inject_s = f["detail"].get("inject_s")
+        applied = f["ts_us"] + int(inject_s * 1e6) if isinstance(inject_s, (int, float)) else f["ts_us"]
         tl.faults.append(FaultWindow(
             fault_id=fid, name=f["name"], target=f.get("target"), start_us=f["ts_us"],
-            end_us=heals[fid] if healed else end_default, healed=healed))
+            end_us=end_us, healed=healed, applied_us=min(applied, end_us)))
     return tl
 
 

@@ -264,7 +264,8 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
-    summary["counts"] = scanned.counts
+    summary["counts"] = {**scanned.counts,
+                         "aborted_seen_uncommitted": views.sizes["aborted_seen_uncommitted"]}
     summary["anomalies"] = result.counts
     summary["anomalies_by_fault"] = result.by_fault
     summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}

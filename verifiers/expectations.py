@@ -24,7 +24,8 @@ max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>. Per fault, from the
 summary's `isr` and `fault_windows`: isr_shrinks (faults under which a touched
 partition's ISR shrank), max_isr_restore_s (the longest wait after a heal for a
 full ISR; ∞ when one never came back) and acked_during_faults (records sent on a
-fault's touched partitions while it was active and acknowledged before its heal);
+fault's touched partitions while it was wholly in effect, from the end of its
+inject, and acknowledged before its heal);
 max_consumer_stall_s: the longest run of seconds in which a group had records
 waiting and received no new one (the summary's consumer_lag).
 Conditions: a fact name, or `not <fact>`.
@@ -42,7 +43,8 @@ from spark_reports.anomalies import KINDS
 from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
-          "consumed_drain", "consumed_foreign", "commits", "commits_ok")
+          "consumed_drain", "consumed_foreign", "commits", "commits_ok",
+          "aborted_seen_uncommitted")
 DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")

@@ -96,3 +96,11 @@ def test_interrupted_schedule_is_healed_by_heal_all(tmp_path):
         run_schedule(ctx, build_schedule(1, spec), make, stop=stop)
     assert calls == [("inject", "a"), ("heal", "a")]
     assert ctx.heal_all_runs == 1
+
+
+def test_every_kind_comes_once_before_any_comes_twice():
+    spec = ScheduleSpec(kinds=tuple(f"k{i}" for i in range(7)), duration_s=10_000,
+                        fault_min_s=1, fault_max_s=2, recovery_min_s=1, recovery_max_s=2)
+    kinds = [st.kind for st in build_schedule(3, spec).steps if st.action == INJECT]
+    for start in range(0, len(kinds) - 7, 7):
+        assert sorted(kinds[start:start + 7]) == sorted(spec.kinds), kinds[start:start + 7]

@@ -88,3 +88,16 @@ def test_a_summary_from_before_these_metrics_is_not_judged():
     value, why = metric_value({"metrics": {"fault_windows": [{}]}}, "acked_during_faults")
     assert value is None and "acked_during" in why
     assert metric_value({"metrics": {}}, "isr_shrinks")[0] is None
+
+
+def test_a_fault_is_wholly_in_effect_from_the_end_of_its_inject():
+    from spark_reports.timeline import parse_events
+    rows = [{"ts_us": 10 * S, "kind": "fault", "name": "kill", "target": "kafka-1,kafka-3",
+             "detail": '{"fault_id": "k", "inject_s": 0.25}'},
+            {"ts_us": 20 * S, "kind": "fault", "name": "pause", "target": "kafka-2",
+             "detail": '{"fault_id": "p"}'},
+            {"ts_us": 40 * S, "kind": "heal", "name": "kill", "target": None,
+             "detail": '{"fault_id": "k"}'}]
+    kill, pause = parse_events(rows, run_end_us=50 * S).faults
+    assert kill.applied_us == 10 * S + 250_000
+    assert pause.applied_us == pause.start_us          # a row without inject_s (older runs)

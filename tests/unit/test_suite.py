@@ -19,6 +19,23 @@ def test_builtin_gate_suite_loads_and_every_scenario_validates():
     assert [s.name for _, s in runs] == ["quick", "leader-isolation"] and not skipped
 
 
+def test_nightly_is_one_nemesis_per_topology_then_every_claim_and_all_validate():
+    nightly, claims = load_suite("nightly"), load_suite("claims")
+    assert nightly.scenarios[:3] == ["nightly-kraft-combined", "nightly-kraft-isolated", "nightly-zookeeper"]
+    assert nightly.scenarios[3:] == claims.scenarios
+    runs, _ = expand(nightly, [], [], 1)
+    topologies = {(s.cluster.mode, s.cluster.kafka.version.split(".")[0], s.cluster.controllers)
+                  for _, s in runs[:3]}
+    assert topologies == {("kraft-combined", "3", 1), ("kraft-isolated", "4", 3), ("zookeeper", "3", 1)}  # controllers: only isolated mode reads it
+    assert len(runs) == len(nightly.scenarios)
+
+
+def test_a_suite_cannot_include_itself(tmp_path):
+    (tmp_path / "loop.yaml").write_text("name: loop\nscenarios: [quick]\ninclude: [loop]\n")
+    with pytest.raises(SpecError, match="includes itself"):
+        load_suite(str(tmp_path / "loop.yaml"))
+
+
 def test_expansion_skips_zookeeper_on_4_and_repeats_with_new_seeds():
     suite = load_suite("gate")
     runs, skipped = expand(suite, ["kraft-combined", "zookeeper"], ["3.9", "4"], 2)

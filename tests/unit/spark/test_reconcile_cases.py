@@ -390,6 +390,13 @@ def test_summary_totals_are_the_sum_of_the_cases(verified):
     assert summary["anomalies"] == totals
 
 
+def test_aborted_records_read_uncommitted_in_run_are_counted_not_judged(verified):
+    # ux-tx and ar-tx were read by read_uncommitted groups in `run`; ac-tx's aborted
+    # record only by read_committed (aborted_read); drain copies do not count
+    _, summary = verified
+    assert summary["counts"]["aborted_seen_uncommitted"] == 2
+
+
 def test_verdict_names_each_failure(verified):
     _, summary = verified
     assert summary["verdict"]["status"] == "failed"
