@@ -10,10 +10,23 @@ def _seconds(v) -> str:
     return "never" if v is None else f"{v:.1f} s"
 
 
+RECOVERY_COLUMNS = ("fault", "fault_id", "recovery", "after heal", "unavailable", "ISR shrunk",
+                    "ISR full after heal")
+
+
 def recovery_rows(summary: dict) -> list[list[str]]:
-    return [[r.get("name", "?"), r.get("fault_id", "?"), _seconds(r.get("seconds")),
-             _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s"))]
-            for r in summary.get("metrics", {}).get("recovery", [])]
+    """Per fault: recovery (the spec's), and when its partitions' ISR shrank after the
+    injection and was full again after the heal ("-": it never shrank)."""
+    isr = {f["fault_id"]: f for f in summary.get("metrics", {}).get("isr", [])}
+    rows = []
+    for r in summary.get("metrics", {}).get("recovery", []):
+        i = isr.get(r.get("fault_id"), {"shrunk_s": None})
+        shrank = i["shrunk_s"] is not None
+        rows.append([r.get("name", "?"), r.get("fault_id", "?"), _seconds(r.get("seconds")),
+                     _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s")),
+                     _seconds(i["shrunk_s"]) if shrank else "-",
+                     _seconds(i["restored_after_heal_s"]) if shrank else "-"])
+    return rows
 
 
 def max_unavailability(summary: dict) -> float:
@@ -42,7 +55,7 @@ def print_end_table(state, console: Console | None = None) -> None:
     console.print(head)
     rows = recovery_rows(summary)
     if rows:
-        rec = Table("fault", "fault_id", "recovery", "after heal", "unavailable")
+        rec = Table(*RECOVERY_COLUMNS)
         for row in rows:
             rec.add_row(*row)
         console.print(rec)

@@ -170,9 +170,30 @@ def _row(v: Variant, s: Scenario, result, skipped: str | None = None) -> dict:
         return {**row, "verdict": "skipped", "why": skipped}
     summary = result.summary or {}
     return {**row, "verdict": result.status, "exit_code": result.exit_code, "reason": result.reason,
-            "observed": {k: n for k, n in (summary.get("anomalies") or {}).items() if n},
+            "observed": observed(summary),
             "failures": list(((summary.get("verdict") or {}).get("failures")) or []),
             "run_dir": str(result.run_dir)}
+
+
+def observed(summary: dict) -> dict[str, Any]:
+    """A row's evidence in numbers: every anomaly that occurred, the value behind each
+    expectation, and the timings a claim is about (recovery, unavailability, the ISR's
+    shrink and regrowth)."""
+    out: dict[str, Any] = {k: n for k, n in (summary.get("anomalies") or {}).items() if n}
+    for check in (summary.get("verdict") or {}).get("checks") or []:
+        metric = check["expectation"].split()[0]
+        if metric not in out and check.get("actual") is not None:
+            out[metric] = check["actual"]
+    metrics = summary.get("metrics") or {}
+    for key in ("max_recovery_s", "max_unavailability_s"):
+        if metrics.get(key) is not None:
+            out.setdefault(key, round(metrics[key], 1))
+    shrunk = [f for f in metrics.get("isr") or [] if f["shrunk_s"] is not None]
+    if shrunk:
+        out.setdefault("isr_shrunk_after_s", round(min(f["shrunk_s"] for f in shrunk), 1))
+        back = [f["restored_after_heal_s"] for f in shrunk]
+        out.setdefault("isr_full_after_heal_s", None if None in back else round(max(back), 1))
+    return out
 
 
 def _configuration(s: Scenario) -> str:

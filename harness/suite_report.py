@@ -41,12 +41,18 @@ def write_outputs(suite_dir: Path, name: str, rows: list[dict], skipped: list[di
     (suite_dir / "junit.xml").write_text(_junit(name, rows))
 
 
+def _number(n) -> str:
+    if n is None or n == float("inf"):
+        return "never"
+    return str(int(n)) if float(n).is_integer() else f"{n:.1f}"
+
+
 def _cell(suite_dir: Path, r: dict, column: str) -> str:
     if column == "expected":
         return "<br>".join(escape(e) for e in r["expected"])
     if column == "observed":
         observed = r.get("observed") or {}
-        text = ", ".join(f"{k} {n}" for k, n in observed.items()) or "no anomaly"
+        text = ", ".join(f"{k} {_number(n)}" for k, n in observed.items()) or "no anomaly"
         return escape(text + ("" if not r.get("failures") else "; " + "; ".join(r["failures"])))
     if column == "verdict":
         extra = f" ({r['stability']})" if r.get("stability") and r["stability"] != "solid" else ""

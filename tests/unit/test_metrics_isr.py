@@ -101,3 +101,16 @@ def test_a_fault_is_wholly_in_effect_from_the_end_of_its_inject():
     kill, pause = parse_events(rows, run_end_us=50 * S).faults
     assert kill.applied_us == 10 * S + 250_000
     assert pause.applied_us == pause.start_us          # a row without inject_s (older runs)
+
+
+def test_the_end_table_shows_each_faults_isr_beside_its_recovery():
+    from harness.end_table import recovery_rows
+    summary = {"metrics": {
+        "recovery": [{"name": "pause", "fault_id": "p", "seconds": 9.5, "after_heal_s": 0.0,
+                      "unavailable_s": 9.1},
+                     {"name": "kill", "fault_id": "k", "seconds": 0.0, "after_heal_s": 0.0,
+                      "unavailable_s": 0.0}],
+        "isr": [{"fault_id": "p", "shrunk_s": 9.102, "restored_after_heal_s": None},
+                {"fault_id": "k", "shrunk_s": None, "restored_after_heal_s": None}]}}
+    pause, kill = recovery_rows(summary)
+    assert pause[-2:] == ["9.1 s", "never"] and kill[-2:] == ["-", "-"]

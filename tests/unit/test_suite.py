@@ -84,3 +84,17 @@ def test_outputs_from_rows(tmp_path: Path):
     html = (tmp_path / "index.html").read_text()
     assert "r1/report/index.html" in html and "lost 3" in html and "budget" in html
     assert stability([_row("a", "passed"), _row("a", "passed", 1)]) == {("a", "kraft-combined", "3.9.2"): "solid"}
+
+
+def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timings():
+    from harness.suite import observed
+    summary = {"anomalies": {"lost": 0, "duplicate": 3},
+               "verdict": {"checks": [{"expectation": "lost == 0", "actual": 0.0},
+                                      {"expectation": "acked_during_faults == 0", "actual": 45.0},
+                                      {"expectation": "max_isr_restore_s <= 30", "actual": None}]},
+               "metrics": {"max_recovery_s": 12.34, "max_unavailability_s": 3.0,
+                           "isr": [{"shrunk_s": 9.1, "restored_after_heal_s": 1.72},
+                                   {"shrunk_s": None, "restored_after_heal_s": None}]}}
+    assert observed(summary) == {"duplicate": 3, "lost": 0.0, "acked_during_faults": 45.0,
+                                 "max_recovery_s": 12.3, "max_unavailability_s": 3.0,
+                                 "isr_shrunk_after_s": 9.1, "isr_full_after_heal_s": 1.7}
