@@ -180,6 +180,12 @@ class ProducerSpec(_Spec):
         return self
 
 
+def _positive_seconds(v: float) -> float:
+    if v <= 0:
+        raise ValueError("must be positive")
+    return v
+
+
 class ChurnSpec(_Spec):
     """Members leaving and rejoining while the group runs: every `every_s` the next
     member (round-robin) is closed cleanly (it leaves the group) or killed (SIGKILL:
@@ -191,12 +197,7 @@ class ChurnSpec(_Spec):
     down_s: float = 2.0
     first_s: float = 10.0                      # the first one this long after the group starts
 
-    @field_validator("every_s", "first_s")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be positive")
-        return v
+    _positive = field_validator("every_s", "first_s")(classmethod(lambda cls, v: _positive_seconds(v)))
 
     @field_validator("down_s")
     @classmethod
@@ -247,12 +248,7 @@ class ConsumerGroupSpec(_Spec):
             raise ValueError("must be at least 1")
         return v
 
-    @field_validator("history_flush_s")
-    @classmethod
-    def _flush(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be positive")
-        return v
+    _flush = field_validator("history_flush_s")(classmethod(lambda cls, v: _positive_seconds(v)))
 
     @property
     def member_names(self) -> list[str]:
@@ -273,9 +269,4 @@ class DrainSpec(_Spec):
     def _topics(cls, v: Any) -> Any:
         return ConsumerGroupSpec._topics(v)
 
-    @field_validator("timeout_s", "stall_s")
-    @classmethod
-    def _positive(cls, v: float) -> float:
-        if v <= 0:
-            raise ValueError("must be positive")
-        return v
+    _positive = field_validator("timeout_s", "stall_s")(classmethod(lambda cls, v: _positive_seconds(v)))
