@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from harness.errors import SpecError
 
@@ -194,17 +194,10 @@ class ChurnSpec(_Spec):
     _section: str = "consumer.churn"
     every_s: float = 10.0
     how: Literal["clean", "kill"] = "clean"
-    down_s: float = 2.0
+    down_s: float = Field(2.0, ge=0)
     first_s: float = 10.0                      # the first one this long after the group starts
 
     _positive = field_validator("every_s", "first_s")(classmethod(lambda cls, v: _positive_seconds(v)))
-
-    @field_validator("down_s")
-    @classmethod
-    def _not_negative(cls, v: float) -> float:
-        if v < 0:
-            raise ValueError("must be 0 or more")
-        return v
 
 
 class ConsumerGroupSpec(_Spec):
