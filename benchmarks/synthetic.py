@@ -123,242 +123,377 @@ class _Cols:
         return {k: (np.concatenate(v) if v else np.zeros(0, np.int64)) for k, v in self.parts.items()}
 
 
+# Producer name table: p0..p{P-1}, then these, in this order (their ids follow p{P-1}).
+EXTRA_PRODUCERS = ("tx0", "pw", "pfail", "pdiv", "prec", "ghost")
+
+
+@dataclass(frozen=True)
+class _Timeline:
+    """The run's clock, in µs since the epoch."""
+    t0: int                 # the first send
+    interval: float         # between two sends of p0…
+    duration_us: int        # the load phase
+    drain_start: int
+
+    @classmethod
+    def of(cls, spec: SyntheticSpec) -> _Timeline:
+        interval = 1_000_000 / spec.rate_per_s
+        t0 = 1_700_000_000_000_000
+        duration_us = int(spec.records * interval)
+        return cls(t0, interval, duration_us, t0 + duration_us + 10_000_000)
+
+
+@dataclass
+class _Sends:
+    """One producer's (or a set of producers') records, one array element each."""
+    prod: np.ndarray | None
+    seq: np.ndarray
+    part: np.ndarray
+    send: np.ndarray
+    ack: np.ndarray
+    status: np.ndarray | None = None      # p0… only; every tx0 record is logged
+    txn: np.ndarray | None = None         # tx0 only: txn_seq
+    aborted: np.ndarray | None = None     # tx0 only
+    off: np.ndarray | None = None         # set by _assign_offsets
+
+
+@dataclass(frozen=True)
+class _Targets:
+    """The disjoint acked records of p0… each injection uses (indices into them)."""
+    lost: np.ndarray
+    overwritten: np.ndarray
+    duplicate: np.ndarray
+    divergent: np.ndarray
+    skipped: np.ndarray
+    redelivered: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Appended:
+    """Injected records written at the end of their partitions' logs."""
+    part: np.ndarray
+    off: np.ndarray
+    send: np.ndarray
+
+
+class _LogEnds:
+    """The next free offset of each partition."""
+
+    def __init__(self, next_free: np.ndarray):
+        self.next_free = next_free
+
+    def alloc(self, parts: np.ndarray) -> np.ndarray:
+        """Fresh offsets at the end of each record's partition, in the given order."""
+        out = np.empty(len(parts), np.int64)
+        for i, p in enumerate(parts):
+            out[i] = self.next_free[p]
+            self.next_free[p] += 1
+        return out
+
+
 def generate(run_dir: str | os.PathLike, spec: SyntheticSpec = SyntheticSpec()) -> dict:
     """Write the history; return {"anomalies": expected counts, "counts": {...}}."""
+    # Every step draws from this one generator: the steps' order is the output's.
     rng = np.random.default_rng(spec.seed)
     run_dir = Path(run_dir)
+    clock = _Timeline.of(spec)
+    K = spec.partitions
+    names = [f"p{i}" for i in range(spec.producers)] + list(EXTRA_PRODUCERS)
+    ids = {name: i for i, name in enumerate(names)}
+
+    plain = _idempotent_sends(spec, rng, clock)
+    txn = _transactional_sends(spec, rng, clock)
+    faults = _fault_windows(spec, clock)
+    _stall_acks_in_faults(faults, rng, plain, txn)
+    ends = _assign_offsets(plain, txn, K)
+    targets = _choose_targets(spec, rng, plain)
+    pfail = _appended(spec.n("unexpected_failed"), K, ends, clock.t0 + clock.duration_us // 2)
+    prec = _appended(spec.n("recovered"), K, ends, clock.t0 + clock.duration_us // 3)
+    produced = _produced_rows(ids, plain, txn, targets, pfail, prec)
+
+    rows = _ConsumedRows(max(1, min(3, K)), rng, clock.drain_start)
+    _consume_committed(rows, ids, plain, txn, targets)
+    _consume_appended(rows, spec, ids, plain, targets, ends, pfail, prec, clock)
+    _consume_misdelivered(rows, spec, rng, ids, plain, txn, targets)
+    consumed = rows.done()
+    commits = _commit_rows(K, ends, clock)
+
+    _write(run_dir, spec, names, produced, consumed, commits, faults, clock, rows.C)
+    return {"anomalies": expected_anomalies(spec), "counts": _counts(produced, consumed),
+            "faults": [f[0] for f in faults]}
+
+
+def _idempotent_sends(spec: SyntheticSpec, rng, clock: _Timeline) -> _Sends:
+    """p0… send round-robin; producer i's seq s goes to partition (s + i) mod K."""
     N, P, K = spec.records, spec.producers, spec.partitions
-    interval = 1_000_000 / spec.rate_per_s
-    t0 = 1_700_000_000_000_000
-
-    # Producer name table: p0..p{P-1}, tx0, pw, pfail, pdiv, prec, ghost.
-    names = [f"p{i}" for i in range(P)] + ["tx0", "pw", "pfail", "pdiv", "prec", "ghost"]
-    TX, PW, PFAIL, PDIV, PREC, GHOST = range(P, P + 6)
-
-    # --- normal producers
     g = np.arange(N, dtype=np.int64)
-    n_prod = g % P
-    n_seq = g // P
-    n_part = (n_seq + n_prod) % K
-    n_send = t0 + (g * interval).astype(np.int64)
+    prod = g % P
+    seq = g // P
+    part = (seq + prod) % K
+    send = clock.t0 + (g * clock.interval).astype(np.int64)
     u = rng.random(N)
-    n_status = np.where(u < spec.failed_fraction, FAILED,
-                        np.where(u < spec.failed_fraction + spec.indeterminate_fraction, INDET, ACKED))
-    n_lat = (rng.lognormal(np.log(3000), 0.5, N)).astype(np.int64) + 200
+    status = np.where(u < spec.failed_fraction, FAILED,
+                      np.where(u < spec.failed_fraction + spec.indeterminate_fraction, INDET, ACKED))
+    latency = (rng.lognormal(np.log(3000), 0.5, N)).astype(np.int64) + 200
+    return _Sends(prod=prod, seq=seq, part=part, send=send, ack=send + latency, status=status)
 
-    # --- transactional producer
+
+def _transactional_sends(spec: SyntheticSpec, rng, clock: _Timeline) -> _Sends:
+    """tx0: batches of `txn_batch` records spread over the run, some transactions aborted."""
+    N, K = spec.records, spec.partitions
     M = spec.txn_records if spec.txn_records is not None else N // 50
     j = np.arange(M, dtype=np.int64)
-    t_send = t0 + ((j + 0.5) * (N / max(M, 1)) * interval).astype(np.int64)
-    t_part = j % K
-    t_txn = j // spec.txn_batch
-    n_txn = int(t_txn.max()) + 1 if M else 0
+    send = clock.t0 + ((j + 0.5) * (N / max(M, 1)) * clock.interval).astype(np.int64)
+    part = j % K
+    txn = j // spec.txn_batch
+    n_txn = int(txn.max()) + 1 if M else 0
     n_aborted = min(n_txn, max(int(round(n_txn * spec.aborted_txn_fraction)),
                                 -(-spec.n("aborted_read") // spec.txn_batch)))
     aborted_txn = np.zeros(n_txn, bool)
     aborted_txn[rng.choice(n_txn, n_aborted, replace=False)] = True
-    t_aborted = aborted_txn[t_txn] if M else np.zeros(0, bool)
-    t_lat = (rng.lognormal(np.log(5000), 0.4, M)).astype(np.int64) + 500
+    aborted = aborted_txn[txn] if M else np.zeros(0, bool)
+    latency = (rng.lognormal(np.log(5000), 0.4, M)).astype(np.int64) + 500
+    return _Sends(prod=None, seq=j, part=part, send=send, ack=send + latency, txn=txn,
+                  aborted=aborted)
 
-    # --- faults: each stalls one partition; its sends are acked only after the heal.
-    duration_us = int(N * interval)
+
+def _fault_windows(spec: SyntheticSpec, clock: _Timeline) -> list[tuple[str, int, int, int]]:
+    """(fault id, partition, start, end): evenly spaced over the run, one partition each."""
     faults = []
     for k in range(spec.faults):
-        start = t0 + int(duration_us * (k + 1) / (spec.faults + 1))
+        start = clock.t0 + int(clock.duration_us * (k + 1) / (spec.faults + 1))
         end = start + int(spec.fault_seconds * 1e6)
-        faults.append((f"kill-leader-{k}", int(k % K), start, end))
-    n_ack = n_send + n_lat
-    t_ack = t_send + t_lat
-    for _, part, start, end in faults:
-        for send, ack, partv in ((n_send, n_ack, n_part), (t_send, t_ack, t_part)):
-            hit = (partv == part) & (send >= start) & (send < end)
-            ack[hit] = end + rng.integers(1000, 20000, hit.sum())
+        faults.append((f"kill-leader-{k}", int(k % spec.partitions), start, end))
+    return faults
 
-    # --- offsets: committed and aborted records share the log, ordered by send time.
-    log_is_tx = np.concatenate([np.zeros(int((n_status == ACKED).sum()), bool), np.ones(M, bool)])
-    n_logged = np.flatnonzero(n_status == ACKED)
-    log_part = np.concatenate([n_part[n_logged], t_part])
-    log_send = np.concatenate([n_send[n_logged], t_send])
+
+def _stall_acks_in_faults(faults, rng, *sends: _Sends) -> None:
+    # each fault stalls one partition; its sends are acked only after the heal.
+    for _, part, start, end in faults:
+        for s in sends:
+            hit = (s.part == part) & (s.send >= start) & (s.send < end)
+            s.ack[hit] = end + rng.integers(1000, 20000, hit.sum())
+
+
+def _assign_offsets(plain: _Sends, txn: _Sends, K: int) -> _LogEnds:
+    """Set plain.off (-1 when not logged) and txn.off; return each partition's log end."""
+    # committed and aborted records share the log, ordered by send time.
+    logged = np.flatnonzero(plain.status == ACKED)
+    log_is_tx = np.concatenate([np.zeros(len(logged), bool), np.ones(len(txn.seq), bool)])
+    log_part = np.concatenate([plain.part[logged], txn.part])
+    log_send = np.concatenate([plain.send[logged], txn.send])
     order = np.lexsort((log_send, log_part))
     sorted_part = log_part[order]
     first_of = np.searchsorted(sorted_part, np.arange(K))
     log_off = np.empty(len(order), np.int64)
     log_off[order] = np.arange(len(order)) - first_of[sorted_part]
-    n_off = np.full(N, -1, np.int64)
-    n_off[n_logged] = log_off[~log_is_tx]
-    t_off = log_off[log_is_tx]
-    end_off = np.bincount(log_part, minlength=K).astype(np.int64)   # next free offset
+    plain.off = np.full(len(plain.seq), -1, np.int64)
+    plain.off[logged] = log_off[~log_is_tx]
+    txn.off = log_off[log_is_tx]
+    return _LogEnds(np.bincount(log_part, minlength=K).astype(np.int64))
 
-    # --- injections on disjoint acked records of p0…
-    used = np.zeros(N, bool)
-    used[n_status != ACKED] = True
 
-    def pick(count: int, ok=None) -> np.ndarray:
+def _choose_targets(spec: SyntheticSpec, rng, plain: _Sends) -> _Targets:
+    """Pick disjoint acked records of p0… for each injection; swap the reordered pairs' offsets."""
+    used = np.zeros(len(plain.seq), bool)
+    used[plain.status != ACKED] = True
+    stride = spec.partitions * spec.producers
+    re_a = _reorder_pairs(spec.n("reordered"), stride, used, rng)
+    re_b = re_a + stride
+    plain.off[re_a], plain.off[re_b] = plain.off[re_b].copy(), plain.off[re_a].copy()
+
+    def pick(count: int) -> np.ndarray:
         if count == 0:
             return np.zeros(0, np.int64)
-        free = ~used if ok is None else (~used & ok)
-        cand = np.flatnonzero(free)
+        cand = np.flatnonzero(~used)
         if len(cand) < count:
             raise ValueError(f"history too small to inject {count} anomalies")
         got = np.sort(rng.choice(cand, count, replace=False))
         used[got] = True
         return got
 
-    # reordered: pairs (a, b = a + K*P): consecutive seqs of a producer on a partition.
-    n_re = spec.n("reordered")
+    return _Targets(lost=pick(spec.n("lost")), overwritten=pick(spec.n("overwritten")),
+                    duplicate=pick(spec.n("duplicate")), divergent=pick(spec.n("divergent")),
+                    skipped=pick(spec.n("skipped")), redelivered=pick(spec.n("redelivered")))
+
+
+def _reorder_pairs(count: int, stride: int, used: np.ndarray, rng) -> np.ndarray:
+    """First records a of `count` pairs (a, b = a + K*P): consecutive seqs of a producer on
+    a partition (K*P records apart). Marks both used."""
+    N = len(used)
     pair_ok = np.zeros(N, bool)
-    pair_ok[: max(N - K * P, 0)] = True
+    pair_ok[: max(N - stride, 0)] = True
     b_free = np.zeros(N, bool)
-    b_free[: max(N - K * P, 0)] = ~used[K * P:]
+    b_free[: max(N - stride, 0)] = ~used[stride:]
     re_a = []
-    if n_re:
+    if count:
         cand = np.flatnonzero(~used & pair_ok & b_free)
         rng.shuffle(cand)
         for a in cand:
-            b = a + K * P
+            b = a + stride
             if not used[a] and not used[b]:
                 used[a] = used[b] = True
                 re_a.append(a)
-                if len(re_a) == n_re:
+                if len(re_a) == count:
                     break
-        if len(re_a) < n_re:
+        if len(re_a) < count:
             raise ValueError("history too small to inject the reorders")
-    re_a = np.array(sorted(re_a), np.int64)
-    re_b = re_a + K * P
-    n_off[re_a], n_off[re_b] = n_off[re_b].copy(), n_off[re_a].copy()
+    return np.array(sorted(re_a), np.int64)
 
-    lost = pick(spec.n("lost"))
-    over = pick(spec.n("overwritten"))
-    dup = pick(spec.n("duplicate"))
-    div = pick(spec.n("divergent"))
-    skip = pick(spec.n("skipped"))
-    redel = pick(spec.n("redelivered"))
 
-    def alloc_end(parts: np.ndarray) -> np.ndarray:
-        """Fresh offsets at the end of each record's partition, in the given order."""
-        out = np.empty(len(parts), np.int64)
-        for i, p in enumerate(parts):
-            out[i] = end_off[p]
-            end_off[p] += 1
-        return out
+def _appended(count: int, K: int, ends: _LogEnds, first_send: int) -> _Appended:
+    """`count` records round-robin over the partitions, at their log ends, sent 10 µs apart."""
+    part = np.arange(count) % K
+    return _Appended(part=part, off=ends.alloc(part), send=first_send + np.arange(count) * 10)
 
-    # --- produced rows
+
+def _produced_rows(ids: dict[str, int], plain: _Sends, txn: _Sends, targets: _Targets,
+                   pfail: _Appended, prec: _Appended) -> dict[str, np.ndarray]:
     PR = _Cols(["prod", "seq", "part", "off", "status", "send", "ack", "txn_seq", "txn_out"])
-    n_ack_col = np.where(n_status == INDET, -1, np.where(n_status == FAILED, n_send + 5000, n_ack))
-    PR.add(prod=n_prod, seq=n_seq, part=np.where(n_status == INDET, -1, n_part), off=n_off,
-           status=n_status, send=n_send, ack=n_ack_col)
+    st = plain.status
+    PR.add(prod=plain.prod, seq=plain.seq, part=np.where(st == INDET, -1, plain.part), off=plain.off,
+           status=st, send=plain.send,
+           ack=np.where(st == INDET, -1, np.where(st == FAILED, plain.send + 5000, plain.ack)))
     # transactional: committed → acked with offset; aborted → failed, no offset.
-    PR.add(prod=np.full(M, TX), seq=j, part=t_part, off=np.where(t_aborted, -1, t_off),
-           status=np.where(t_aborted, FAILED, ACKED), send=t_send, ack=t_ack, txn_seq=t_txn,
-           txn_out=np.where(t_aborted, 1, 0))
+    M = len(txn.seq)
+    PR.add(prod=np.full(M, ids["tx0"]), seq=txn.seq, part=txn.part,
+           off=np.where(txn.aborted, -1, txn.off), status=np.where(txn.aborted, FAILED, ACKED),
+           send=txn.send, ack=txn.ack, txn_seq=txn.txn, txn_out=np.where(txn.aborted, 1, 0))
     # overwriters pw: acked at the targets' offsets (seq follows offset order per partition).
+    over = targets.overwritten
     n_ow = len(over)
-    PR.add(prod=np.full(n_ow, PW), seq=np.arange(n_ow), part=n_part[over], off=n_off[over],
-           status=np.full(n_ow, ACKED), send=n_send[over] + 1, ack=n_ack[over] + 1)
+    PR.add(prod=np.full(n_ow, ids["pw"]), seq=np.arange(n_ow), part=plain.part[over],
+           off=plain.off[over], status=np.full(n_ow, ACKED), send=plain.send[over] + 1,
+           ack=plain.ack[over] + 1)
     # pfail: failed outside a transaction, later consumed at end offsets.
-    n_pf = spec.n("unexpected_failed")
-    pf_part = np.arange(n_pf) % K
-    pf_off = alloc_end(pf_part)
-    pf_send = t0 + duration_us // 2 + np.arange(n_pf) * 10
-    PR.add(prod=np.full(n_pf, PFAIL), seq=np.arange(n_pf), part=pf_part,
-           status=np.full(n_pf, FAILED), send=pf_send, ack=pf_send + 4_000)
+    n_pf = len(pfail.part)
+    PR.add(prod=np.full(n_pf, ids["pfail"]), seq=np.arange(n_pf), part=pfail.part,
+           status=np.full(n_pf, FAILED), send=pfail.send, ack=pfail.send + 4_000)
     # pdiv: indeterminate, seen by c-div at divergent targets' offsets.
-    n_dv = len(div)
-    PR.add(prod=np.full(n_dv, PDIV), seq=np.arange(n_dv), status=np.full(n_dv, INDET),
-           send=n_send[div] + 2)
+    n_dv = len(targets.divergent)
+    PR.add(prod=np.full(n_dv, ids["pdiv"]), seq=np.arange(n_dv), status=np.full(n_dv, INDET),
+           send=plain.send[targets.divergent] + 2)
     # prec: indeterminate, consumed at end offsets.
-    n_rc = spec.n("recovered")
-    rc_part = np.arange(n_rc) % K
-    rc_off = alloc_end(rc_part)
-    rc_send = t0 + duration_us // 3 + np.arange(n_rc) * 10
-    PR.add(prod=np.full(n_rc, PREC), seq=np.arange(n_rc), status=np.full(n_rc, INDET), send=rc_send)
-    produced = PR.done()
+    n_rc = len(prec.part)
+    PR.add(prod=np.full(n_rc, ids["prec"]), seq=np.arange(n_rc), status=np.full(n_rc, INDET),
+           send=prec.send)
+    return PR.done()
 
-    # --- consumed rows
-    C = max(1, min(3, K))
-    CO = _Cols(["consumer", "group", "phase", "part", "off", "prod", "seq", "iso", "recv"])
-    # consumer ids: 0..C-1 = c0.., C = drain, C+1 = c-div; groups: 0 g0, 1 g-div, -1 none
-    e2e = lambda n: rng.integers(500, 8000, n)  # noqa: E731
-    seen = (n_status == ACKED)
-    seen_run = seen.copy()
-    seen_drain = seen.copy()
-    for arr in (lost, over):
+
+class _ConsumedRows(_Cols):
+    """Consumed rows. Consumer ids: 0..C-1 = c0.., C = drain, C+1 = c-div;
+    groups: 0 g0, 1 g-div, -1 none."""
+
+    def __init__(self, C: int, rng, drain_start: int):
+        super().__init__(["consumer", "group", "phase", "part", "off", "prod", "seq", "iso", "recv"])
+        self.C, self.rng, self.drain_start = C, rng, drain_start
+
+    def run(self, prod, seq, part, off, base_ts) -> None:
+        """Received by g0 during the run, an end-to-end latency after base_ts."""
+        n = len(part)
+        self.add(consumer=part % self.C, group=np.zeros(n), phase=np.full(n, RUN), part=part,
+                 off=off, prod=prod, seq=seq, iso=np.ones(n),
+                 recv=base_ts + self.rng.integers(500, 8000, n))
+
+    def drain(self, prod, seq, part, off) -> None:
+        n = len(part)
+        self.add(consumer=np.full(n, self.C), group=np.full(n, -1), phase=np.full(n, DRAIN),
+                 part=part, off=off, prod=prod, seq=seq, iso=np.ones(n),
+                 recv=self.drain_start + off * 10 + part)
+
+
+def _consume_committed(rows: _ConsumedRows, ids: dict[str, int], plain: _Sends, txn: _Sends,
+                       targets: _Targets) -> None:
+    """Every committed record at its offset, but for the lost, overwritten and skipped ones;
+    the overwriters in their place."""
+    seen_run = plain.status == ACKED
+    seen_drain = seen_run.copy()
+    for arr in (targets.lost, targets.overwritten):
         seen_run[arr] = seen_drain[arr] = False
-    seen_run[skip] = False
-    drain_start = t0 + duration_us + 10_000_000
-
-    def run_rows(prod, seq, part, off, base_ts):
-        n = len(part)
-        CO.add(consumer=part % C, group=np.zeros(n), phase=np.full(n, RUN), part=part, off=off,
-               prod=prod, seq=seq, iso=np.ones(n), recv=base_ts + e2e(n))
-
-    def drain_rows(prod, seq, part, off):
-        n = len(part)
-        CO.add(consumer=np.full(n, C), group=np.full(n, -1), phase=np.full(n, DRAIN), part=part,
-               off=off, prod=prod, seq=seq, iso=np.ones(n),
-               recv=drain_start + off * 10 + part)
-
+    seen_run[targets.skipped] = False
     idx = np.flatnonzero(seen_run)
-    run_rows(n_prod[idx], n_seq[idx], n_part[idx], n_off[idx], n_ack[idx])
+    rows.run(plain.prod[idx], plain.seq[idx], plain.part[idx], plain.off[idx], plain.ack[idx])
     idx = np.flatnonzero(seen_drain)
-    drain_rows(n_prod[idx], n_seq[idx], n_part[idx], n_off[idx])
-    tc = np.flatnonzero(~t_aborted)
-    run_rows(np.full(len(tc), TX), j[tc], t_part[tc], t_off[tc], t_ack[tc])
-    drain_rows(np.full(len(tc), TX), j[tc], t_part[tc], t_off[tc])
+    rows.drain(plain.prod[idx], plain.seq[idx], plain.part[idx], plain.off[idx])
+    tc = np.flatnonzero(~txn.aborted)
+    rows.run(np.full(len(tc), ids["tx0"]), txn.seq[tc], txn.part[tc], txn.off[tc], txn.ack[tc])
+    rows.drain(np.full(len(tc), ids["tx0"]), txn.seq[tc], txn.part[tc], txn.off[tc])
     # overwriters at the targets' offsets
-    for f in (run_rows, drain_rows):
-        args = (np.full(n_ow, PW), np.arange(n_ow), n_part[over], n_off[over])
-        f(*args, n_ack[over] + 1) if f is run_rows else f(*args)
+    over = targets.overwritten
+    n_ow = len(over)
+    overwriters = (np.full(n_ow, ids["pw"]), np.arange(n_ow), plain.part[over], plain.off[over])
+    rows.run(*overwriters, plain.ack[over] + 1)
+    rows.drain(*overwriters)
+
+
+def _consume_appended(rows: _ConsumedRows, spec: SyntheticSpec, ids: dict[str, int], plain: _Sends,
+                      targets: _Targets, ends: _LogEnds, pfail: _Appended, prec: _Appended,
+                      clock: _Timeline) -> None:
+    """The injected records at the log ends, read by g0 and the drain."""
     # duplicates: the same record again at a fresh offset
-    dup_off = alloc_end(n_part[dup])
-    run_rows(n_prod[dup], n_seq[dup], n_part[dup], dup_off, n_ack[dup] + 50_000)
-    drain_rows(n_prod[dup], n_seq[dup], n_part[dup], dup_off)
+    dup = targets.duplicate
+    dup_off = ends.alloc(plain.part[dup])
+    rows.run(plain.prod[dup], plain.seq[dup], plain.part[dup], dup_off, plain.ack[dup] + 50_000)
+    rows.drain(plain.prod[dup], plain.seq[dup], plain.part[dup], dup_off)
     # ghosts never sent
     n_gh = spec.n("unexpected")
-    gh_part = np.arange(n_gh) % K
-    gh_off = alloc_end(gh_part)
-    run_rows(np.full(n_gh, GHOST), np.arange(n_gh), gh_part, gh_off, np.full(n_gh, t0 + duration_us))
-    drain_rows(np.full(n_gh, GHOST), np.arange(n_gh), gh_part, gh_off)
+    gh_part = np.arange(n_gh) % spec.partitions
+    gh_off = ends.alloc(gh_part)
+    ghost = np.full(n_gh, ids["ghost"])
+    rows.run(ghost, np.arange(n_gh), gh_part, gh_off, np.full(n_gh, clock.t0 + clock.duration_us))
+    rows.drain(ghost, np.arange(n_gh), gh_part, gh_off)
     # failed outside a transaction, consumed anyway
-    run_rows(np.full(n_pf, PFAIL), np.arange(n_pf), pf_part, pf_off, pf_send + 1000)
-    drain_rows(np.full(n_pf, PFAIL), np.arange(n_pf), pf_part, pf_off)
+    n_pf = len(pfail.part)
+    rows.run(np.full(n_pf, ids["pfail"]), np.arange(n_pf), pfail.part, pfail.off, pfail.send + 1000)
+    rows.drain(np.full(n_pf, ids["pfail"]), np.arange(n_pf), pfail.part, pfail.off)
     # recovered indeterminate records
-    run_rows(np.full(n_rc, PREC), np.arange(n_rc), rc_part, rc_off, rc_send + 1000)
-    drain_rows(np.full(n_rc, PREC), np.arange(n_rc), rc_part, rc_off)
+    n_rc = len(prec.part)
+    rows.run(np.full(n_rc, ids["prec"]), np.arange(n_rc), prec.part, prec.off, prec.send + 1000)
+    rows.drain(np.full(n_rc, ids["prec"]), np.arange(n_rc), prec.part, prec.off)
+
+
+def _consume_misdelivered(rows: _ConsumedRows, spec: SyntheticSpec, rng, ids: dict[str, int],
+                          plain: _Sends, txn: _Sends, targets: _Targets) -> None:
+    """Deliveries a consumer should not have had: divergent, aborted_read, redelivered."""
     # divergent: c-div (group g-div) sees a pdiv record at an acked record's offset
-    CO.add(consumer=np.full(n_dv, C + 1), group=np.ones(n_dv), phase=np.full(n_dv, RUN),
-           part=n_part[div], off=n_off[div], prod=np.full(n_dv, PDIV), seq=np.arange(n_dv),
-           iso=np.ones(n_dv), recv=n_ack[div] + 3000)
+    div = targets.divergent
+    n_dv = len(div)
+    rows.add(consumer=np.full(n_dv, rows.C + 1), group=np.ones(n_dv), phase=np.full(n_dv, RUN),
+             part=plain.part[div], off=plain.off[div], prod=np.full(n_dv, ids["pdiv"]),
+             seq=np.arange(n_dv), iso=np.ones(n_dv), recv=plain.ack[div] + 3000)
     # aborted records read by g0 (read_committed)
-    ab = np.flatnonzero(t_aborted)
+    ab = np.flatnonzero(txn.aborted)
     n_ar = spec.n("aborted_read")
     if n_ar > len(ab):
         raise ValueError("not enough aborted transactional records to inject aborted_read")
     ab = np.sort(rng.choice(ab, n_ar, replace=False)) if n_ar else ab[:0]
-    run_rows(np.full(len(ab), TX), j[ab], t_part[ab], t_off[ab], t_send[ab] + 9000)
+    rows.run(np.full(len(ab), ids["tx0"]), txn.seq[ab], txn.part[ab], txn.off[ab], txn.send[ab] + 9000)
     # redelivered: g0 gets the position once more, later
-    run_rows(n_prod[redel], n_seq[redel], n_part[redel], n_off[redel], n_ack[redel] + 2_000_000)
-    consumed = CO.done()
+    redel = targets.redelivered
+    rows.run(plain.prod[redel], plain.seq[redel], plain.part[redel], plain.off[redel],
+             plain.ack[redel] + 2_000_000)
 
-    # --- commits: g0 commits every 1000 offsets per partition, and the log end at the end.
+
+def _commit_rows(K: int, ends: _LogEnds, clock: _Timeline) -> dict[str, np.ndarray]:
+    # g0 commits every 1000 offsets per partition, and the log end at the end.
     cm_part, cm_off, cm_ts = [], [], []
     for p in range(K):
-        ends = np.arange(1000, int(end_off[p]), 1000, dtype=np.int64)
-        cm_part.append(np.full(len(ends) + 1, p))
-        cm_off.append(np.append(ends, end_off[p]))
-        cm_ts.append(np.append(t0 + (ends * K * interval).astype(np.int64), drain_start - 1_000_000))
-    commits = {"part": np.concatenate(cm_part), "off": np.concatenate(cm_off),
-               "ts": np.concatenate(cm_ts)}
+        end = ends.next_free[p]
+        marks = np.arange(1000, int(end), 1000, dtype=np.int64)
+        cm_part.append(np.full(len(marks) + 1, p))
+        cm_off.append(np.append(marks, end))
+        cm_ts.append(np.append(clock.t0 + (marks * K * clock.interval).astype(np.int64),
+                               clock.drain_start - 1_000_000))
+    return {"part": np.concatenate(cm_part), "off": np.concatenate(cm_off),
+            "ts": np.concatenate(cm_ts)}
 
-    _write(run_dir, spec, names, produced, consumed, commits, faults, t0, duration_us,
-           drain_start, C)
-    counts = {"sent": len(produced["seq"]),
-              "acked": int((produced["status"] == ACKED).sum()),
-              "failed": int((produced["status"] == FAILED).sum()),
-              "indeterminate": int((produced["status"] == INDET).sum()),
-              "consumed": len(consumed["seq"])}
-    return {"anomalies": expected_anomalies(spec), "counts": counts,
-            "faults": [f[0] for f in faults]}
+
+def _counts(produced: dict[str, np.ndarray], consumed: dict[str, np.ndarray]) -> dict[str, int]:
+    return {"sent": len(produced["seq"]),
+            "acked": int((produced["status"] == ACKED).sum()),
+            "failed": int((produced["status"] == FAILED).sum()),
+            "indeterminate": int((produced["status"] == INDET).sum()),
+            "consumed": len(consumed["seq"])}
 
 
 # ------------------------------------------------------------------ writing
@@ -367,34 +502,45 @@ def _nullable(a: np.ndarray, typ) -> pa.Array:
     return pa.array(a, type=typ, mask=(a < 0))
 
 
-def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, duration_us,
-           drain_start, C) -> None:
+def _write(run_dir: Path, spec: SyntheticSpec, names: list[str], produced, consumed, commits,
+           faults, clock: _Timeline, C: int) -> None:
     hist = run_dir / "history"
     for t in ("produced", "consumed", "commits", "events"):
         (hist / t).mkdir(parents=True, exist_ok=True)
-    name_arr = pa.array(names)
-    topic = spec.topic
-    chunk = spec.chunk_rows
+    _write_produced(hist / "produced", spec, names, produced)
+    _write_consumed(hist / "consumed", spec, names, consumed, C)
+    _write_commits(hist / "commits", spec, commits, C)
+    _write_events(hist / "events", spec, faults, clock)
+    if spec.write_scenario:
+        _write_scenario(run_dir, spec, clock)
 
-    def rid(prod, seq):
-        return pc.binary_join_element_wise(pc.take(name_arr, pa.array(prod)),
-                                           pc.cast(pa.array(seq), pa.string()), "-")
 
-    n = len(produced["seq"])
-    err_names = pa.array([None, "MSG_TIMED_OUT", "_TIMED_OUT"])
+def _record_ids(names: list[str], prod: np.ndarray, seq: np.ndarray) -> pa.Array:
+    """"<producer>-<seq>" per row."""
+    return pc.binary_join_element_wise(pc.take(pa.array(names), pa.array(prod)),
+                                       pc.cast(pa.array(seq), pa.string()), "-")
+
+
+def _chunks(n: int, chunk: int):
+    """(part file number, row slice) per `chunk` rows; one (empty) part when n is 0."""
     for part_no, lo in enumerate(range(0, max(n, 1), chunk)):
-        s = slice(lo, min(lo + chunk, n))
+        yield part_no, slice(lo, min(lo + chunk, n))
+
+
+def _write_produced(out: Path, spec: SyntheticSpec, names: list[str], produced) -> None:
+    err_names = pa.array([None, "MSG_TIMED_OUT", "_TIMED_OUT"])
+    for part_no, s in _chunks(len(produced["seq"]), spec.chunk_rows):
         prod, seq = produced["prod"][s], produced["seq"][s]
         st = produced["status"][s]
         is_tx = prod == names.index("tx0")
         txn_out = produced["txn_out"][s]
         cols = {
             "run_id": pa.array(np.full(len(seq), spec.run_id, dtype=object), pa.string()),
-            "producer": pc.take(name_arr, pa.array(prod)),
+            "producer": pc.take(pa.array(names), pa.array(prod)),
             "seq": pa.array(seq, pa.int64()),
-            "record_id": rid(prod, seq),
+            "record_id": _record_ids(names, prod, seq),
             "key": pa.nulls(len(seq), pa.string()),
-            "topic": pa.array(np.full(len(seq), topic, dtype=object), pa.string()),
+            "topic": pa.array(np.full(len(seq), spec.topic, dtype=object), pa.string()),
             "partition": _nullable(produced["part"][s], pa.int32()),
             "offset": _nullable(produced["off"][s], pa.int64()),
             "status": pc.take(pa.array(list(STATUS)), pa.array(st)),
@@ -407,24 +553,24 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
                                    pa.array(np.where(is_tx, txn_out + 1, 0))),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["produced"]),
-                       hist / "produced" / f"synthetic-{part_no:06d}.parquet")
+                       out / f"synthetic-{part_no:06d}.parquet")
 
+
+def _write_consumed(out: Path, spec: SyntheticSpec, names: list[str], consumed, C: int) -> None:
     consumers = pa.array([f"c{i}" for i in range(C)] + ["drain", "c-div"])
     groups = pa.array([None, "g0", "g-div"])
-    n = len(consumed["seq"])
-    for part_no, lo in enumerate(range(0, max(n, 1), chunk)):
-        s = slice(lo, min(lo + chunk, n))
+    for part_no, s in _chunks(len(consumed["seq"]), spec.chunk_rows):
         seq = consumed["seq"][s]
         cols = {
             "run_id": pa.array(np.full(len(seq), spec.run_id, dtype=object), pa.string()),
             "consumer": pc.take(consumers, pa.array(consumed["consumer"][s])),
             "group_id": pc.take(groups, pa.array(consumed["group"][s] + 1)),
             "phase": pc.take(pa.array(["run", "drain"]), pa.array(consumed["phase"][s])),
-            "topic": pa.array(np.full(len(seq), topic, dtype=object), pa.string()),
+            "topic": pa.array(np.full(len(seq), spec.topic, dtype=object), pa.string()),
             "partition": pa.array(consumed["part"][s], pa.int32()),
             "offset": pa.array(consumed["off"][s], pa.int64()),
             "key": pa.nulls(len(seq), pa.string()),
-            "record_id": rid(consumed["prod"][s], seq),
+            "record_id": _record_ids(names, consumed["prod"][s], seq),
             "isolation": pc.take(pa.array(["read_uncommitted", "read_committed"]),
                                  pa.array(consumed["iso"][s])),
             "recv_ts_us": pa.array(consumed["recv"][s], pa.int64()),
@@ -434,28 +580,34 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
             "assignment": pa.nulls(len(seq), pa.int32()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["consumed"]),
-                       hist / "consumed" / f"synthetic-{part_no:06d}.parquet")
+                       out / f"synthetic-{part_no:06d}.parquet")
 
+
+def _write_commits(out: Path, spec: SyntheticSpec, commits, C: int) -> None:
     k = len(commits["part"])
     pq.write_table(pa.table({
         "run_id": [spec.run_id] * k,
         "consumer": [f"c{p % C}" for p in commits["part"]],
-        "group_id": ["g0"] * k, "topic": [topic] * k,
+        "group_id": ["g0"] * k, "topic": [spec.topic] * k,
         "partition": pa.array(commits["part"], pa.int32()),
         "offset": pa.array(commits["off"], pa.int64()),
         "ok": [True] * k, "error": pa.nulls(k, pa.string()),
         "ts_us": pa.array(commits["ts"], pa.int64())}, schema=SCHEMAS["commits"]),
-        hist / "commits" / "synthetic-000000.parquet")
+        out / "synthetic-000000.parquet")
 
+
+def _write_events(out: Path, spec: SyntheticSpec, faults, clock: _Timeline) -> None:
+    """Phases, leaders and ISRs, and each fault's kill and heal (leaders on brokers 1-3)."""
+    topic = spec.topic
     ev = []
 
     def e(ts, kind, name, target=None, **detail):
         ev.append({"run_id": spec.run_id, "ts_us": int(ts), "kind": kind, "name": name,
                    "target": target, "detail": json.dumps(detail, sort_keys=True)})
 
-    e(t0 - 1_000_000, "phase", "load-start")
+    e(clock.t0 - 1_000_000, "phase", "load-start")
     for p in range(spec.partitions):
-        e(t0 - 900_000, "observe", "leader", None, topic=topic, partition=p, leader=p % 3 + 1,
+        e(clock.t0 - 900_000, "observe", "leader", None, topic=topic, partition=p, leader=p % 3 + 1,
           isr=[1, 2, 3])
     for name, part, start, end in faults:
         leader = part % 3 + 1
@@ -468,31 +620,33 @@ def _write(run_dir: Path, spec, names, produced, consumed, commits, faults, t0, 
         e(end, "heal", "kill-leader", target, fault_id=name)
         e(end + 2_000_000, "observe", "isr", None, topic=topic, partition=part,
           leader=leader % 3 + 1, isr=[1, 2, 3])
-    e(t0 + duration_us, "phase", "load-end")
-    e(drain_start - 1, "phase", "drain-start")
-    e(drain_start + 5_000_000, "phase", "drain-end")
+    e(clock.t0 + clock.duration_us, "phase", "load-end")
+    e(clock.drain_start - 1, "phase", "drain-start")
+    e(clock.drain_start + 5_000_000, "phase", "drain-end")
     pq.write_table(pa.Table.from_pylist(ev, schema=SCHEMAS["events"]),
-                   hist / "events" / "synthetic-000000.parquet")
+                   out / "synthetic-000000.parquet")
 
-    if spec.write_scenario:
-        # a scenario of the project's model (harness/scenario.py) the verifier takes
-        # its facts from: idempotent, acks=all, min ISR 2, commits after processing
-        (run_dir / "scenario.yaml").write_text(yaml.safe_dump({
-            "name": "synthetic",
-            "description": f"benchmarks/synthetic.py: {spec.records} records, "
-                           f"injected {dict(spec.inject)}, seed {spec.seed}",
-            "seed": spec.seed,
-            "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
-            "topics": [{"name": topic, "partitions": spec.partitions, "replication_factor": 3,
-                        "configs": {"min.insync.replicas": 2}}],
-            "workload": {"duration_s": max(1, duration_us // 1_000_000),
-                         "producers": [{"name": "p0", "topic": topic, "rate": spec.rate_per_s}],
-                         "consumers": [{"group_id": "g0", "topics": [topic],
-                                        "isolation": "read_committed"}]},
-        }, sort_keys=False))
-        (run_dir / "manifest.json").write_text(json.dumps({
-            "run_id": spec.run_id, "generator": "benchmarks/synthetic.py",
-            "seed": spec.seed}, indent=2))
+
+def _write_scenario(run_dir: Path, spec: SyntheticSpec, clock: _Timeline) -> None:
+    # a scenario of the project's model (harness/scenario.py) the verifier takes
+    # its facts from: idempotent, acks=all, min ISR 2, commits after processing
+    topic = spec.topic
+    (run_dir / "scenario.yaml").write_text(yaml.safe_dump({
+        "name": "synthetic",
+        "description": f"benchmarks/synthetic.py: {spec.records} records, "
+                       f"injected {dict(spec.inject)}, seed {spec.seed}",
+        "seed": spec.seed,
+        "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
+        "topics": [{"name": topic, "partitions": spec.partitions, "replication_factor": 3,
+                    "configs": {"min.insync.replicas": 2}}],
+        "workload": {"duration_s": max(1, clock.duration_us // 1_000_000),
+                     "producers": [{"name": "p0", "topic": topic, "rate": spec.rate_per_s}],
+                     "consumers": [{"group_id": "g0", "topics": [topic],
+                                    "isolation": "read_committed"}]},
+    }, sort_keys=False))
+    (run_dir / "manifest.json").write_text(json.dumps({
+        "run_id": spec.run_id, "generator": "benchmarks/synthetic.py",
+        "seed": spec.seed}, indent=2))
 
 
 def main(argv: list[str] | None = None) -> int:
