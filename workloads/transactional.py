@@ -121,98 +121,144 @@ class _Transform:
 
 def run_transactions(stop_event, parent_pid: int, spec, conf: dict[str, Any], intent,
                      recorder, writer: HistoryWriter, events: EventLog, run_id: str) -> None:
-    t = spec.transactions
-    conf = dict(conf, **{"transactional.id": t.transactional_id,
-                         "transaction.timeout.ms": t.transaction_timeout_ms,
-                         # librdkafka requires delivery timeout <= transaction timeout.
-                         "delivery.timeout.ms": min(spec.delivery_timeout_ms,
-                                                    t.transaction_timeout_ms)})
-    producer = Producer(conf)
-    producer.init_transactions(TXN_CALL_TIMEOUT_S)
-    rng = random.Random(spec.seed)
-    make_value = ValueMaker(spec.name, spec.record_size, spec.keys, spec.key_count)
-    keys = None if spec.keys == "none" else [f"k{i}".encode() for i in range(spec.key_count)]
-    transform = None
-    if t.input_topic:
-        transform = _Transform(spec, conf["bootstrap.servers"], writer.dir.parent.parent.as_posix(),
-                               run_id, writer.writer_name, events)
-    started = time.monotonic()
-    seq = txn_seq = 0
+    loop = _TransactionLoop(spec, conf, intent, recorder, writer, events, run_id)
     try:
         while not (stop_event.is_set() or parent_gone(parent_pid)):
-            if spec.records is not None and seq >= spec.records:
+            if loop.workload_done():
                 break
-            if spec.duration_s is not None and time.monotonic() - started >= spec.duration_s:
-                break
-            n = t.records_per_txn
-            if spec.records is not None:
-                n = min(n, spec.records - seq)
-            inputs = None
-            if transform is not None:
-                inputs = transform.take(n)
-                if not inputs:               # idle: still get buffered rows to disk
-                    writer.maybe_flush()
-                    transform.maybe_flush()
-                    events.maybe_flush()
-                    continue
-                n = len(inputs)
-            if spec.rate is not None:       # throttle at transaction granularity
-                ahead = seq / spec.rate - (time.monotonic() - started)
-                if ahead > 0:
-                    time.sleep(ahead)
-            producer.begin_transaction()
-            intent.announce(seq, n, now_us(), txn_seq)
-            for s in range(seq, seq + n):
-                while True:
-                    try:
-                        producer.produce(spec.topic, make_value(s),
-                                         keys[s % spec.key_count] if keys else None,
-                                         on_delivery=recorder.on_delivery)
-                        break
-                    except BufferError:
-                        producer.poll(0.01)
-            seq += n
-            # Every record reaches the log before we decide: an aborted transaction's
-            # records are then really in the log (what read_uncommitted readers see),
-            # not purged from the local queue.
-            producer.flush(TXN_CALL_TIMEOUT_S)
-            positions = None
-            ok, error, requires_abort = True, None, False
-            if transform is not None:
-                positions = transform.positions()
-                ok, error, requires_abort = _txn_call(
-                    producer.send_offsets_to_transaction, positions,
-                    transform.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S)
-            want_abort = rng.random() < t.abort_rate
-            if ok and not want_abort:
-                ok, error, requires_abort = _txn_call(producer.commit_transaction, TXN_CALL_TIMEOUT_S)
-                outcome = "committed" if ok else None
-            else:
-                outcome = None
-                requires_abort = requires_abort or ok   # ok here means: abort on purpose
-            if outcome is None and (requires_abort or want_abort):
-                aborted, abort_error, _ = _txn_call(producer.abort_transaction, TXN_CALL_TIMEOUT_S)
-                outcome = "aborted" if aborted else "unknown"
-                error = error or ("ABORTED_ON_PURPOSE" if want_abort else None) or abort_error
-            elif outcome is None:
-                outcome = "unknown"
-            producer.flush(5)                # reports of this txn are all in after commit/abort
-            _write_txn(recorder, writer, outcome, error, t.transactional_id, txn_seq)
-            if transform is not None:
-                transform.record_commit(positions, outcome == "committed",
-                                        None if outcome == "committed" else f"TXN_{outcome.upper()}")
-                if outcome == "aborted":
-                    transform.rewind()
-            events.emit("client", "transaction", spec.name, txn_seq=txn_seq, outcome=outcome,
-                        records=n, error=error)
-            txn_seq += 1
+            n = loop.next_batch_size()
+            if n is None:
+                continue
+            loop.throttle()
+            loop.begin_and_send(n)
+            outcome, error, positions = loop.commit_or_abort()
+            loop.record_outcome(outcome, error, positions, n)
             if outcome == "unknown":
                 # The producer is unusable after a fatal error; end, the history says why.
-                events.emit("client", "producer-fatal", spec.name, error=error, txn_seq=txn_seq - 1)
+                events.emit("client", "producer-fatal", spec.name, error=error,
+                            txn_seq=loop.txn_seq - 1)
                 break
     finally:
+        loop.close()
+
+
+class _TransactionLoop:
+    """The transactional producer (and, with an input topic, the consuming half of
+    consume-transform-produce) and the steps of one transaction."""
+
+    def __init__(self, spec, conf: dict[str, Any], intent, recorder, writer: HistoryWriter,
+                 events: EventLog, run_id: str):
+        t = spec.transactions
+        self.spec, self.txn_spec = spec, t
+        self.intent, self.recorder, self.writer, self.events = intent, recorder, writer, events
+        conf = dict(conf, **{"transactional.id": t.transactional_id,
+                             "transaction.timeout.ms": t.transaction_timeout_ms,
+                             # librdkafka requires delivery timeout <= transaction timeout.
+                             "delivery.timeout.ms": min(spec.delivery_timeout_ms,
+                                                        t.transaction_timeout_ms)})
+        self.producer = Producer(conf)
+        self.producer.init_transactions(TXN_CALL_TIMEOUT_S)
+        self.rng = random.Random(spec.seed)
+        self.make_value = ValueMaker(spec.name, spec.record_size, spec.keys, spec.key_count)
+        self.keys = None if spec.keys == "none" else [f"k{i}".encode() for i in range(spec.key_count)]
+        self.transform = None
+        if t.input_topic:
+            self.transform = _Transform(spec, conf["bootstrap.servers"],
+                                        writer.dir.parent.parent.as_posix(), run_id,
+                                        writer.writer_name, events)
+        self.started = time.monotonic()
+        self.seq = self.txn_seq = 0
+
+    def workload_done(self) -> bool:
+        spec = self.spec
+        if spec.records is not None and self.seq >= spec.records:
+            return True
+        return spec.duration_s is not None and time.monotonic() - self.started >= spec.duration_s
+
+    def next_batch_size(self) -> int | None:
+        """The next transaction's record count; None when there is no input to transform yet."""
+        n = self.txn_spec.records_per_txn
+        if self.spec.records is not None:
+            n = min(n, self.spec.records - self.seq)
+        if self.transform is None:
+            return n
+        inputs = self.transform.take(n)
+        if not inputs:               # idle: still get buffered rows to disk
+            self.writer.maybe_flush()
+            self.transform.maybe_flush()
+            self.events.maybe_flush()
+            return None
+        return len(inputs)
+
+    def throttle(self) -> None:
+        if self.spec.rate is not None:       # throttle at transaction granularity
+            ahead = self.seq / self.spec.rate - (time.monotonic() - self.started)
+            if ahead > 0:
+                time.sleep(ahead)
+
+    def begin_and_send(self, n: int) -> None:
+        spec, producer = self.spec, self.producer
+        producer.begin_transaction()
+        self.intent.announce(self.seq, n, now_us(), self.txn_seq)
+        for s in range(self.seq, self.seq + n):
+            while True:
+                try:
+                    producer.produce(spec.topic, self.make_value(s),
+                                     self.keys[s % spec.key_count] if self.keys else None,
+                                     on_delivery=self.recorder.on_delivery)
+                    break
+                except BufferError:
+                    producer.poll(0.01)
+        self.seq += n
+
+    def commit_or_abort(self) -> tuple[str, str | None, list[TopicPartition] | None]:
+        """End the open transaction: (outcome, error, input positions sent with it)."""
+        producer, transform = self.producer, self.transform
+        # Every record reaches the log before we decide: an aborted transaction's
+        # records are then really in the log (what read_uncommitted readers see),
+        # not purged from the local queue.
+        producer.flush(TXN_CALL_TIMEOUT_S)
+        positions = None
+        ok, error, requires_abort = True, None, False
         if transform is not None:
-            transform.close()
+            positions = transform.positions()
+            ok, error, requires_abort = _txn_call(
+                producer.send_offsets_to_transaction, positions,
+                transform.consumer.consumer_group_metadata(), TXN_CALL_TIMEOUT_S)
+        want_abort = self.rng.random() < self.txn_spec.abort_rate
+        if ok and not want_abort:
+            ok, error, requires_abort = _txn_call(producer.commit_transaction, TXN_CALL_TIMEOUT_S)
+            outcome = "committed" if ok else None
+        else:
+            outcome = None
+            requires_abort = requires_abort or ok   # ok here means: abort on purpose
+        if outcome is None and (requires_abort or want_abort):
+            aborted, abort_error, _ = _txn_call(producer.abort_transaction, TXN_CALL_TIMEOUT_S)
+            outcome = "aborted" if aborted else "unknown"
+            error = error or ("ABORTED_ON_PURPOSE" if want_abort else None) or abort_error
+        elif outcome is None:
+            outcome = "unknown"
+        return outcome, error, positions
+
+    def record_outcome(self, outcome: str, error: str | None,
+                       positions: list[TopicPartition] | None, n: int) -> None:
+        """The transaction's rows, its input commit (consume-transform-produce) and its event."""
+        self.producer.flush(5)                # reports of this txn are all in after commit/abort
+        _write_txn(self.recorder, self.writer, outcome, error, self.txn_spec.transactional_id,
+                   self.txn_seq)
+        if self.transform is not None:
+            self.transform.record_commit(positions, outcome == "committed",
+                                         None if outcome == "committed" else f"TXN_{outcome.upper()}")
+            if outcome == "aborted":
+                self.transform.rewind()
+        self.events.emit("client", "transaction", self.spec.name, txn_seq=self.txn_seq,
+                         outcome=outcome, records=n, error=error)
+        self.txn_seq += 1
+
+    def close(self) -> None:
+        """Close the consuming half of consume-transform-produce, if any."""
+        if self.transform is not None:
+            self.transform.close()
 
 
 def _write_txn(recorder, writer: HistoryWriter, outcome: str, error: str | None,
