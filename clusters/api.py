@@ -8,7 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from clusters.config import NodePlan
+    from clusters.migration import MigrationPlan
+    from clusters.spec import ClusterSpec
 
 # Node roles.
 BROKER = "broker"            # broker only (isolated KRaft, or ZooKeeper mode)
@@ -81,3 +86,18 @@ class Replaceable(Protocol):
     keeping their data (rolling upgrades)."""
 
     def replace_node(self, node: Node, version: str) -> Node: ...
+
+
+@runtime_checkable
+class Migratable(Protocol):
+    """A ZooKeeper-mode cluster that can move to KRaft in place, Kafka's way
+    (faults/migration.py runs the steps, clusters/migration.py renders the
+    configs): nodes added beside the running ones, a node re-created with another
+    role and config keeping its data and address alias, ZooKeeper retired, and
+    finally the cluster describes itself by its new spec."""
+
+    def migration_plan(self, controllers: int) -> "MigrationPlan": ...
+    def add_node(self, plan: "NodePlan", cluster_id: str | None = None) -> Node: ...
+    def reconfigure_node(self, node: Node, plan: "NodePlan") -> Node: ...
+    def retire_node(self, node: Node) -> None: ...
+    def adopt_spec(self, spec: "ClusterSpec", cluster_id: str | None = None) -> None: ...

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from clusters.api import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
 from clusters.spec import KRAFT_COMBINED, KRAFT_ISOLATED, TOXIPROXY_ALL, TOXIPROXY_OFF, ClusterSpec
+from clusters.spec import ZOOKEEPER as ZOOKEEPER_MODE
 
 CLIENT_PORT = 9092
 INTERNAL_PORT = 9093
@@ -34,7 +35,7 @@ class NodePlan:
     config: str          # server.properties or zoo.cfg text
 
 
-def _alias(role: str, node_id: int) -> str:
+def node_alias(role: str, node_id: int) -> str:
     return {COMBINED: f"kafka-{node_id}", BROKER: f"broker-{node_id}",
             CONTROLLER: f"controller-{node_id - 1000}", ZOOKEEPER: f"zk-{node_id}"}[role]
 
@@ -60,7 +61,7 @@ def _defaults(spec: ClusterSpec) -> dict[str, str]:
     }
 
 
-def _props_text(props: dict[str, str]) -> str:
+def props_text(props: dict[str, str]) -> str:
     return "\n".join(f"{k}={v}" for k, v in props.items()) + "\n"
 
 
@@ -77,62 +78,88 @@ def listener_addresses(spec: ClusterSpec, broker_id: int, alias: str) -> tuple[s
     return client, internal
 
 
+def quorum_voters(spec: ClusterSpec) -> str:
+    """controller.quorum.voters of a KRaft spec ('' in ZooKeeper mode)."""
+    role = COMBINED if spec.mode == KRAFT_COMBINED else CONTROLLER
+    return ",".join(f"{i}@{node_alias(role, i)}:{CONTROLLER_PORT}" for i in spec.controller_ids())
+
+
+def zookeeper_connect(spec: ClusterSpec) -> str:
+    return ",".join(f"{node_alias(ZOOKEEPER, j)}:{ZK_CLIENT_PORT}" for j in range(1, spec.zookeepers + 1))
+
+
+def _zookeeper_plans(spec: ClusterSpec) -> list[NodePlan]:
+    plans = []
+    for i in range(1, spec.zookeepers + 1):
+        lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={ZK_DATA_DIR}",
+                 f"clientPort={ZK_CLIENT_PORT}", "4lw.commands.whitelist=*",
+                 "maxClientCnxns=0", "admin.enableServer=false"]
+        if spec.zookeepers > 1:
+            lines += [f"server.{j}={node_alias(ZOOKEEPER, j)}:2888:3888"
+                      for j in range(1, spec.zookeepers + 1)]
+            lines.append("quorumListenOnAllIPs=true")
+        plans.append(NodePlan(node_alias(ZOOKEEPER, i), ZOOKEEPER, i, "\n".join(lines) + "\n"))
+    return plans
+
+
+def controller_props(spec: ClusterSpec, controller_id: int) -> dict[str, str]:
+    """server.properties of an isolated KRaft controller, as a dict."""
+    props = {
+        "process.roles": "controller", "node.id": str(controller_id),
+        "controller.quorum.voters": quorum_voters(spec),
+        "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
+        "controller.listener.names": "CONTROLLER",
+        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "log.dirs": LOG_DIR,
+    }
+    # Controllers take the cluster-wide overrides too (quorum timeouts live there).
+    props.update({k: v for k, v in spec.config})
+    return props
+
+
+def broker_role(spec: ClusterSpec) -> str:
+    return COMBINED if spec.mode == KRAFT_COMBINED else BROKER
+
+
+def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
+    """server.properties of one broker (or combined node), as a dict."""
+    role = broker_role(spec)
+    alias = node_alias(role, broker_id)
+    client_addr, internal_addr = listener_addresses(spec, broker_id, alias)
+    listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"INTERNAL://0.0.0.0:{INTERNAL_PORT}"]
+    protocols = ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
+    props: dict[str, str] = {}
+    if spec.is_kraft:
+        props["process.roles"] = "broker,controller" if role == COMBINED else "broker"
+        props["node.id"] = str(broker_id)
+        props["controller.quorum.voters"] = quorum_voters(spec)
+        props["controller.listener.names"] = "CONTROLLER"
+        protocols.append("CONTROLLER:PLAINTEXT")
+        if role == COMBINED:
+            listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
+    else:
+        props["broker.id"] = str(broker_id)
+        props["zookeeper.connect"] = zookeeper_connect(spec)
+    props.update({
+        "listeners": ",".join(listeners),
+        "advertised.listeners": f"CLIENT://{client_addr},INTERNAL://{internal_addr}",
+        "listener.security.protocol.map": ",".join(protocols),
+        "inter.broker.listener.name": "INTERNAL",
+        "log.dirs": LOG_DIR,
+    })
+    props.update(_defaults(spec))
+    props.update(spec.props_for(broker_id))
+    return props
+
+
 def plan_nodes(spec: ClusterSpec) -> list[NodePlan]:
     """Every node of the cluster, in start order (ZooKeeper/controllers first)."""
-    plans: list[NodePlan] = []
-    voters = ",".join(f"{i}@{_alias(COMBINED if spec.mode == KRAFT_COMBINED else CONTROLLER, i)}"
-                      f":{CONTROLLER_PORT}" for i in spec.controller_ids())
-    if spec.mode == ZOOKEEPER:
-        for i in range(1, spec.zookeepers + 1):
-            lines = ["tickTime=2000", "initLimit=10", "syncLimit=5", f"dataDir={ZK_DATA_DIR}",
-                     f"clientPort={ZK_CLIENT_PORT}", "4lw.commands.whitelist=*",
-                     "maxClientCnxns=0", "admin.enableServer=false"]
-            if spec.zookeepers > 1:
-                lines += [f"server.{j}={_alias(ZOOKEEPER, j)}:2888:3888"
-                          for j in range(1, spec.zookeepers + 1)]
-                lines.append("quorumListenOnAllIPs=true")
-            plans.append(NodePlan(_alias(ZOOKEEPER, i), ZOOKEEPER, i, "\n".join(lines) + "\n"))
+    plans = _zookeeper_plans(spec) if spec.mode == ZOOKEEPER_MODE else []
     if spec.mode == KRAFT_ISOLATED:
-        for cid in spec.controller_ids():
-            props = {
-                "process.roles": "controller", "node.id": str(cid),
-                "controller.quorum.voters": voters,
-                "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
-                "controller.listener.names": "CONTROLLER",
-                "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
-                "log.dirs": LOG_DIR,
-            }
-            # Controllers take the cluster-wide overrides too (quorum timeouts live there).
-            props.update({k: v for k, v in spec.config})
-            plans.append(NodePlan(_alias(CONTROLLER, cid), CONTROLLER, cid, _props_text(props)))
-    role = COMBINED if spec.mode == KRAFT_COMBINED else BROKER
-    zk_connect = ",".join(f"{_alias(ZOOKEEPER, j)}:{ZK_CLIENT_PORT}"
-                          for j in range(1, spec.zookeepers + 1))
-    for bid in spec.broker_ids():
-        alias = _alias(role, bid)
-        client_addr, internal_addr = listener_addresses(spec, bid, alias)
-        listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"INTERNAL://0.0.0.0:{INTERNAL_PORT}"]
-        protocols = ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
-        props: dict[str, str] = {}
-        if spec.is_kraft:
-            props["process.roles"] = "broker,controller" if role == COMBINED else "broker"
-            props["node.id"] = str(bid)
-            props["controller.quorum.voters"] = voters
-            props["controller.listener.names"] = "CONTROLLER"
-            protocols.append("CONTROLLER:PLAINTEXT")
-            if role == COMBINED:
-                listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
-        else:
-            props["broker.id"] = str(bid)
-            props["zookeeper.connect"] = zk_connect
-        props.update({
-            "listeners": ",".join(listeners),
-            "advertised.listeners": f"CLIENT://{client_addr},INTERNAL://{internal_addr}",
-            "listener.security.protocol.map": ",".join(protocols),
-            "inter.broker.listener.name": "INTERNAL",
-            "log.dirs": LOG_DIR,
-        })
-        props.update(_defaults(spec))
-        props.update(spec.props_for(bid))
-        plans.append(NodePlan(alias, role, bid, _props_text(props)))
+        plans += [NodePlan(node_alias(CONTROLLER, cid), CONTROLLER, cid,
+                           props_text(controller_props(spec, cid)))
+                  for cid in spec.controller_ids()]
+    role = broker_role(spec)
+    plans += [NodePlan(node_alias(role, bid), role, bid, props_text(broker_props(spec, bid)))
+              for bid in spec.broker_ids()]
     return plans

@@ -30,7 +30,14 @@ from testcontainers.core.network import Network  # noqa: E402
 
 from clusters import cleanup, storage  # noqa: E402
 from clusters.admin_retry import AdminError, admin_retry, is_transient  # noqa: E402
-from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, TOXIPROXY, ZOOKEEPER, PartitionState  # noqa: E402
+from clusters.api import (  # noqa: E402
+    BROKER_ROLES,
+    CONTROLLER,
+    CONTROLLER_ROLES,
+    TOXIPROXY,
+    ZOOKEEPER,
+    PartitionState,
+)
 from clusters.config import (  # noqa: E402
     CLIENT_PORT,
     LOG_DIR,
@@ -45,6 +52,7 @@ from clusters.docker_env import docker_client  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
 from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
+from clusters.migration import MigrationPlan, plan_migration  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
@@ -66,6 +74,8 @@ class DockerCluster:
         self._network: Network | None = None
         self._nodes: list[DockerNode] = []
         self._toxiproxy: DockerNode | None = None
+        self._retired: list[DockerNode] = []              # stopped for good (retire_node)
+        self._past_logs: list[tuple[str, str]] = []       # (alias, log) of re-created containers
         self.toxiproxy: ToxiproxyWiring | None = None
         self._admin: AdminClient | None = None
         self._create_admin: AdminClient | None = None
@@ -127,16 +137,58 @@ class DockerCluster:
             raise HarnessError(f"{node.name} is a ZooKeeper node, not Kafka: nothing to upgrade")
         image = ensure_images([kv.version])[f"kafka-{kv.version}"]
         plan = next(p for p in plan_nodes(self.spec) if p.alias == node.name)
+        return self._recreate(node, plan, image)
+
+    def _recreate(self, node: DockerNode, plan: NodePlan, image: str | None = None) -> DockerNode:
+        """Shut the node's container down cleanly, remove it (its log is kept for
+        collect_logs) and start a new one from `plan` on the same mount and alias."""
         index = self._nodes.index(node)
         if node.status() not in ("exited", "dead", "removed", "created"):
             node.stop(timeout=120)
         if node.status() != "removed":
+            self._past_logs.append((node.name, node.logs()))
             node.container.remove(force=True)
-        new = self._start_node(plan, image=image)
+        new = self._start_node(plan, image=image or node.image)
         self._nodes[index] = new
         return new
 
-    def _start_node(self, plan: NodePlan, image: str | None = None) -> DockerNode:
+    # ---- reshaping: clusters.api.Migratable --------------------------------------------
+    def migration_plan(self, controllers: int = 1) -> MigrationPlan:
+        return plan_migration(self.spec, controllers)
+
+    def add_node(self, plan: NodePlan, cluster_id: str | None = None) -> DockerNode:
+        """Start one more node on the cluster's network; labelled with the run id like
+        every node, so stop() and `harness gc` remove it. `cluster_id` formats a new
+        KRaft node's storage (default: the cluster's own)."""
+        node = self._start_node(plan, cluster_id=cluster_id)
+        self._nodes.append(node)
+        return node
+
+    def reconfigure_node(self, node: DockerNode, plan: NodePlan) -> DockerNode:
+        """Re-create one node with another config (and role), keeping its data and
+        alias: the same mount is mounted again. Returns the new node."""
+        if plan.alias != node.name:
+            raise HarnessError(f"a plan for {plan.alias} cannot reconfigure {node.name}")
+        return self._recreate(node, plan)
+
+    def retire_node(self, node: DockerNode) -> None:
+        """Stop a node for good: it leaves nodes(), so health checks, selectors and
+        heal-all no longer expect it; its stopped container stays until stop(), so
+        its log is still collected."""
+        if node.status() not in ("exited", "dead", "removed", "created"):
+            node.stop(timeout=60)
+        self._nodes.remove(node)
+        self._retired.append(node)
+
+    def adopt_spec(self, spec: ClusterSpec, cluster_id: str | None = None) -> None:
+        """From now on the cluster is `spec` (after a migration: KRaft, isolated
+        controllers): plans, controllers() and health checks follow it. Clients'
+        addresses do not change: the brokers are the same nodes."""
+        self.spec = spec
+        self._cluster_id = cluster_id if spec.is_kraft else None
+
+    def _start_node(self, plan: NodePlan, image: str | None = None,
+                    cluster_id: str | None = None) -> DockerNode:
         size = max(64, self.spec.log_dir_size_mb // 4) if plan.role == ZOOKEEPER \
             else self.spec.log_dir_size_mb
         data = storage.mount_tmpfs(self.run_id, plan.alias, size)
@@ -146,8 +198,8 @@ class DockerCluster:
         env = {"ROLE": "zookeeper" if plan.role == ZOOKEEPER else "kafka",
                "NODE_ID": str(plan.node_id), "NODE_CONFIG": config,
                "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
-        if self._cluster_id:
-            env["CLUSTER_ID"] = self._cluster_id
+        if cluster_id or self._cluster_id:
+            env["CLUSTER_ID"] = cluster_id or self._cluster_id
         target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
         heap = int(env["HEAP_MB"])
         return self._container(image or self.image, plan.alias, plan.role, plan.node_id, env,
@@ -181,7 +233,7 @@ class DockerCluster:
             storage.unmount_run(self.run_id)
         except Exception as e:
             errors.append(f"mounts: {e}")
-        self._nodes = []
+        self._nodes, self._retired = [], []
         self._toxiproxy = None
         cleanup.unregister(self)
         if errors:
@@ -198,8 +250,11 @@ class DockerCluster:
         return self.nodes(BROKER_ROLES)
 
     def controllers(self) -> list[DockerNode]:
-        """KRaft controller-capable nodes, or every broker in ZooKeeper mode."""
-        return self.nodes(CONTROLLER_ROLES) if self.spec.is_kraft else self.brokers()
+        """KRaft controller-capable nodes; in ZooKeeper mode every broker, and the KRaft
+        controllers of a migration under way (one of them takes the controller role)."""
+        if self.spec.is_kraft:
+            return self.nodes(CONTROLLER_ROLES)
+        return self.brokers() + self.nodes(CONTROLLER)
 
     def node(self, name_or_id: str | int) -> DockerNode:
         for n in self._nodes:
@@ -355,10 +410,18 @@ class DockerCluster:
         return None
 
     def collect_logs(self, directory: str | os.PathLike) -> list[str]:
+        """Each node's log as <alias>.log; earlier containers of a re-created node as
+        <alias>.<n>.log (1: the first), retired nodes' as <alias>.log too."""
         out = Path(directory)
         out.mkdir(parents=True, exist_ok=True)
         written = []
-        for n in self._nodes + ([self._toxiproxy] if self._toxiproxy else []):
+        generations: dict[str, int] = {}
+        for name, text in self._past_logs:
+            generations[name] = generations.get(name, 0) + 1
+            path = out / f"{name}.{generations[name]}.log"
+            path.write_text(text)
+            written.append(str(path))
+        for n in self._nodes + self._retired + ([self._toxiproxy] if self._toxiproxy else []):
             try:
                 path = out / f"{n.name}.log"
                 path.write_text(n.logs())
