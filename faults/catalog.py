@@ -30,6 +30,7 @@ from faults import network, toxics
 from faults.base import BaseFault, FaultContext
 from faults.controller import ControllerFailover
 from faults.disk import DiskFull, UnwritableLogDir
+from faults.migration import ZkMigration
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.rolling import RollingRestart, RollingUpgrade
@@ -143,6 +144,14 @@ class RollingUpgradeParams(Params):
     def _number_as_text(cls, value: Any) -> Any:
         # YAML reads `to_version: 4` or `3.9` as a number.
         return str(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else value
+
+
+class ZkMigrationParams(Params):
+    controllers: Literal[1, 3] = Field(1, description="KRaft controllers to provision "
+                                       "(a quorum wants an odd size)")
+    migration_timeout_s: float = Field(180, gt=0, description="wait for the metadata copy, "
+                                       "and for the migration to be finalized")
+    isr_timeout_s: float = Field(180, gt=0, description="wait for full ISR after each node")
 
 
 Check = Callable[[Any, BaseModel, str], None]
@@ -281,6 +290,12 @@ def _kinds() -> dict[str, FaultKind]:
               lambda s, p: RollingUpgrade(p.to_version, release_version=p.release_version,
                                           isr_timeout_s=p.isr_timeout_s),
               needs=("replaceable",), self_healing=True, check=_check_upgrade),
+        _kind("zk-migration", "move a ZooKeeper-mode cluster to KRaft, Kafka's documented "
+              "way: controllers in migration mode, brokers rolled twice, ZooKeeper retired",
+              ZkMigrationParams, NONE, lambda s, p: ZkMigration(
+                  p.controllers, migration_timeout_s=p.migration_timeout_s,
+                  isr_timeout_s=p.isr_timeout_s),
+              needs=("zookeeper",), self_healing=True),
     ]
     return {k.name: k for k in kinds}
 

@@ -18,7 +18,7 @@ from faults.process import CLEAN, HARD, ensure_running, stop_node
 from faults.selectors import Selector, all_brokers
 
 
-def _settle(ctx: FaultContext, node: Node, timeout_s: float) -> float:
+def settle(ctx: FaultContext, node: Node, timeout_s: float) -> float:
     """Wait until the node runs and the cluster is whole again; return seconds."""
     start = time.monotonic()
     wait_until(node.is_running, timeout_s, what=f"{node.name} running")
@@ -44,7 +44,7 @@ class RollingRestart(BaseFault):
             stop_node(node, self.signal, self.stop_timeout_s)
             time.sleep(self.down_s)
             node.start()
-            self.detail["settle_s"][node.name] = _settle(ctx, node, self.isr_timeout_s)
+            self.detail["settle_s"][node.name] = settle(ctx, node, self.isr_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
         for node in self.targets:
@@ -103,7 +103,7 @@ class RollingUpgrade(BaseFault):
         wait_full_isr(cluster, self.isr_timeout_s)
         for old in order:
             new = cluster.replace_node(old, self.to_version)
-            self.detail["settle_s"][new.name] = _settle(ctx, new, self.isr_timeout_s)
+            self.detail["settle_s"][new.name] = settle(ctx, new, self.isr_timeout_s)
         broker = next(n for n in cluster.nodes(BROKER_ROLES) if n.is_running())
         out = sh(broker, features_upgrade_script(ctx.kafka_java, ctx.internal_bootstrap,
                                                  self.release_version))

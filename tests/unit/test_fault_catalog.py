@@ -40,6 +40,7 @@ VALID = {
                           "zk-session-expiry"),
     "rolling-restart": (None, {"signal": "hard"}, "rolling-restart-hard"),
     "rolling-upgrade": (None, {"to_version": 4}, "rolling-upgrade"),
+    "zk-migration": (None, {"controllers": 3}, "zk-migration"),
 }
 
 
@@ -93,6 +94,8 @@ ERRORS = [
     ("controller-failover", "random_broker", None, "f.target", "takes no target"),
     ("rolling-upgrade", "all_brokers", {"to_version": "4"}, "f.target", "takes no target"),
     ("rolling-upgrade", None, None, "f.params.to_version", "is required"),
+    ("zk-migration", "all_brokers", None, "f.target", "takes no target"),
+    ("zk-migration", None, {"controllers": 2}, "f.params.controllers", "1 or 3"),
     ("rolling-upgrade", None, {"to_version": "9.9"}, "f.params.to_version",
      "unknown Kafka version '9.9'"),
     ("partition", None, None, "f.target", "shape 'isolate' needs a target"),
