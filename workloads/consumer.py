@@ -270,6 +270,10 @@ class ConsumerGroup:
     def members(self) -> list[str]:
         return list(self._workers)
 
+    def incarnations(self) -> dict[str, int]:
+        """member -> its current incarnation (0 for the first; +1 per restart)."""
+        return dict(self._incarnation)
+
     def exitcode(self, member: str) -> int | None:
         """0 after a clean stop, -9 after a kill; anything else: the member crashed."""
         return self._workers[member].exitcode if member in self._workers else None
