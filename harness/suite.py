@@ -179,10 +179,12 @@ def observed(summary: dict) -> dict[str, Any]:
     """A row's evidence in numbers: every anomaly that occurred, the value behind each
     expectation, and the timings a claim is about (recovery, unavailability, the ISR's
     shrink and regrowth)."""
-    out: dict[str, Any] = {k: n for k, n in (summary.get("anomalies") or {}).items() if n}
+    anomalies = summary.get("anomalies") or {}
+    out: dict[str, Any] = {k: n for k, n in anomalies.items() if n}
     for check in (summary.get("verdict") or {}).get("checks") or []:
         metric = check["expectation"].split()[0]
-        if metric not in out and check.get("actual") is not None:
+        # an anomaly kind that did not occur goes unsaid: the verdict says it held
+        if metric not in out and metric not in anomalies and check.get("actual") is not None:
             out[metric] = check["actual"]
     metrics = summary.get("metrics") or {}
     for key in ("max_recovery_s", "max_unavailability_s"):
