@@ -20,10 +20,12 @@ be undone: heal only makes sure every node runs.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime
 from typing import Any
 
 from clusters.api import BROKER, CONTROLLER, ZOOKEEPER, Migratable, Node
@@ -42,6 +44,30 @@ ACTIVE_LOG = "becoming the active controller at epoch"
 # Logged by each controller replaying the record that ends the migration (3.9.2: "Replayed
 # a ZkMigrationStateRecord changing the migration state from MIGRATION to POST_MIGRATION").
 FINALIZED_LOGS = ("to post_migration", "loaded zk migration state of post_migration")
+# The migration driver's states: it leaves WAIT_FOR_BROKERS once every broker has
+# registered in migration mode, and reaches DUAL_WRITE once the metadata is copied
+# and the brokers are told about their new controller.
+DRIVER_STARTED, DRIVER_DONE = "from wait_for_brokers to", "to dual_write state"
+
+
+def _logged_at(line: str) -> datetime | None:
+    """The time of a Kafka log line ('[2026-11-23 15:15:15,072] INFO …')."""
+    m = re.match(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]", line)
+    return datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f") if m else None
+
+
+def seconds_between(log: str, first: str, last: str) -> float | None:
+    """Seconds from the first line containing `first` to the first line after it
+    containing `last` (lower-cased), by the log's own timestamps (one clock)."""
+    start = None
+    for line in log.splitlines():
+        low = line.lower()
+        if start is None and first in low:
+            start = _logged_at(line)
+        elif start is not None and last in low:
+            end = _logged_at(line)
+            return None if end is None else round((end - start).total_seconds(), 3)
+    return None
 
 
 def logged(nodes: list[Node], needles: tuple[str, ...]) -> str | None:
@@ -152,10 +178,15 @@ class ZkMigration(BaseFault):
     def _await_migration(self, ctx: FaultContext, cluster) -> None:
         controllers = cluster.nodes(CONTROLLER)
         with self._step(ctx, MIGRATE, controllers) as record:
-            line = wait_until(lambda: logged(controllers, (MIGRATION_DONE_LOG,)),
-                              self.migration_timeout_s, interval_s=1.0,
-                              what="the controller to finish copying ZooKeeper's metadata")
+            # It usually ends while the last broker settles, so the step's own time is
+            # what is left of it; driver_s is the controller's account of all of it.
+            def dual_writing() -> Node | None:
+                return next((n for n in controllers if logged([n], (DRIVER_DONE,))), None)
+            done = wait_until(dual_writing, self.migration_timeout_s, interval_s=1.0,
+                              what="the controller to copy ZooKeeper's metadata (DUAL_WRITE)")
+            line = logged([done], (MIGRATION_DONE_LOG,)) or ""
             record["log"] = self.detail["migration_log"] = line[:400]
+            record["driver_s"] = seconds_between(done.logs(), DRIVER_STARTED, DRIVER_DONE)
 
     def _finalize(self, ctx: FaultContext, cluster, plan: MigrationPlan) -> None:
         def await_post_migration(record: dict[str, Any], controllers: list[Node]) -> None:

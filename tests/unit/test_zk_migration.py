@@ -114,9 +114,14 @@ class Node:
 
 # What each new controller container logs, as 3.9.2 does.
 CONTROLLER_LOG = {
-    "migrating": "INFO [QuorumController id=1001] Becoming the active controller at epoch 1\n"
-                 "INFO [KRaftMigrationDriver id=1001] Completed migration of metadata from "
-                 "ZooKeeper to KRaft. 5 records were generated\n",
+    "migrating": "[2026-11-23 15:14:46,314] INFO [QuorumController id=1001] Becoming the active "
+                 "controller at epoch 1\n"
+                 "[2026-11-23 15:15:15,072] INFO [KRaftMigrationDriver id=1001] 1001 transitioning "
+                 "from WAIT_FOR_BROKERS to BECOME_CONTROLLER state\n"
+                 "[2026-11-23 15:15:15,446] INFO [KRaftMigrationDriver id=1001] Completed migration "
+                 "of metadata from ZooKeeper to KRaft. 20 records were generated in 310 ms\n"
+                 "[2026-11-23 15:15:15,653] INFO [KRaftMigrationDriver id=1001] 1001 transitioning "
+                 "from KRAFT_CONTROLLER_TO_BROKER_COMM to DUAL_WRITE state\n",
     "kraft": "INFO Replayed a ZkMigrationStateRecord changing the migration state from "
              "MIGRATION to POST_MIGRATION.\n",
 }
@@ -185,6 +190,8 @@ def test_the_fault_runs_the_documented_steps_in_order_and_times_each(tmp_path):
     assert all(s["outcome"] == "ok" and s["seconds"] >= 0 for s in fault.detail["steps"])
     assert list(fault.detail["steps"][1]["node_s"]) == ["broker-1", "broker-2", "broker-3"]
     assert fault.detail["quorum_status"].startswith("ClusterId: zk-cluster-id")
+    assert "Completed migration" in fault.detail["migration_log"]
+    assert fault.detail["steps"][2]["driver_s"] == 0.581     # from the controller's own timestamps
     assert "POST_MIGRATION" in fault.detail["steps"][4]["finalized_log"]
     assert fault.detail["steps"][5]["zookeeper_running"] == {"zk-1": False}
     rows = read_table(tmp_path, "events").to_pylist()
