@@ -6,7 +6,7 @@ guide ("ZooKeeper to KRaft Migration") does it, on a `Migratable` cluster:
 2. brokers-enter-migration: roll each broker with the migration flag and the
    controller quorum (full ISR between); the last restart starts the migration;
 3. metadata-migration: wait for the controller's "Completed migration of metadata
-   from ZooKeeper to KRaft";
+   from ZooKeeper to KRaft" and its DUAL_WRITE state;
 4. brokers-to-kraft: roll each broker again as process.roles=broker, no ZooKeeper;
 5. controllers-finalize: roll each controller out of migration mode, wait for the
    migration state POST_MIGRATION;
