@@ -223,7 +223,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     kinds; then the verdict."""
     from spark_reports.anomalies import Inputs, anomaly_frames
     from spark_reports.anomaly_output import write_anomalies
-    from spark_reports.reconcile import Scratch, build_views, repeated_records
+    from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
     from spark_reports.tables import read_tables
     from spark_reports.timeline import parse_events
 
@@ -264,8 +264,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
-    summary["counts"] = {**scanned.counts,
-                         "aborted_seen_uncommitted": views.sizes["aborted_seen_uncommitted"]}
+    summary["counts"] = {**scanned.counts, **{k: views.sizes[k] for k in SIDE_COUNTS}}
     summary["anomalies"] = result.counts
     summary["anomalies_by_fault"] = result.by_fault
     summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}

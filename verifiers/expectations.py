@@ -44,7 +44,7 @@ from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
           "consumed_drain", "consumed_foreign", "commits", "commits_ok",
-          "aborted_seen_uncommitted")
+          "aborted_seen_uncommitted", "acked_truncated")
 DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")

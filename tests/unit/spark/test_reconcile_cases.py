@@ -397,6 +397,14 @@ def test_aborted_records_read_uncommitted_in_run_are_counted_not_judged(verified
     assert summary["counts"]["aborted_seen_uncommitted"] == 2
 
 
+def test_acked_records_read_in_run_but_gone_from_the_final_log_are_counted(verified):
+    # lost-p-2 ("the drain missed it: still consumed", so not lost) and fs-p-1 (read by
+    # two groups, never drained): what an unclean election leaves when nothing is
+    # written over the truncated offsets (claim 4)
+    _, summary = verified
+    assert summary["counts"]["acked_truncated"] == 2
+
+
 def test_verdict_names_each_failure(verified):
     _, summary = verified
     assert summary["verdict"]["status"] == "failed"
