@@ -8,22 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
-from clusters.docker_env import docker_client
+from test_harness_run import _leftovers  # same dir: pytest puts it on sys.path
+
 from faults.migration import STEPS
 from harness.history import read_table
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
-
-
-def _leftovers(run_id: str) -> list[str]:
-    client = docker_client()
-    found = [f"container {c.name}" for c in client.containers.list(
-        all=True, filters={"label": f"harness.run-id={run_id}"})]
-    found += [f"network {n.name}" for n in client.networks.list(
-        filters={"label": f"harness.run-id={run_id}"})]
-    found += [f"mount {line.split()[1]}" for line in Path("/proc/mounts").read_text().splitlines()
-              if run_id in line]
-    return found
 
 
 def _step_events(run_dir: Path) -> list[dict]:
