@@ -34,7 +34,9 @@ def test_upgrade_check_upgrades_every_node_under_load_and_judges_it(tmp_path):
     for log in current:
         versions = [line for line in log.read_text(errors="replace").splitlines()
                     if "Kafka version:" in line]
-        assert versions and versions[-1].rstrip().endswith("4.3.1"), (log.name, versions[-3:])
+        assert versions and "Kafka version: 4.3.1 " in versions[-1], (log.name, versions[-3:])
+        first = run_dir / "logs" / log.name.replace(".log", ".1.log")   # its first container
+        assert "Kafka version: 3.9.2 " in first.read_text(errors="replace"), first.name
     summary = json.loads((run_dir / "result.json").read_text())
     assert summary["status"] == "passed", summary
     assert not _leftovers(run_dir.name)
