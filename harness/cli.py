@@ -120,7 +120,8 @@ def _add_run_commands(sub) -> None:
 
     su = sub.add_parser("suite", help="run many scenarios as one job (a built-in suite or a folder)")
     su.add_argument("suite", help="a built-in suite (gate, ...), a suite YAML file or a folder of scenarios")
-    su.add_argument("--modes", default=None, help="e.g. kraft-combined,zookeeper")
+    su.add_argument("--modes", default=None,
+                    help="e.g. kraft,zookeeper (kraft: each scenario's own KRaft mode) or kraft-isolated")
     su.add_argument("--versions", default=None, help="e.g. 3.9,4")
     su.add_argument("--repeat", type=int, default=1, help="run each N times with different seeds")
     su.add_argument("--budget", default=None, help="start nothing that would end later, e.g. 90m")

@@ -1,8 +1,9 @@
 """`harness suite NAME|DIR`: many scenarios as one job, one after another.
 
 A suite is a YAML file (`harness/suites/<name>.yaml`: name, description,
-scenarios, optional modes/versions, optional `include:` of other suites whose
-scenarios follow its own) or a folder of scenario files. Each
+scenarios, optional modes/versions (mode `kraft`: the scenario's own KRaft
+mode), optional `include:` of other suites whose scenarios follow its own) or a
+folder of scenario files. Each
 scenario becomes one or more *variants*: every requested mode × version where
 the scenario applies (`applies_to:` in the scenario, and what the cluster spec
 allows: no ZooKeeper on 4.x), times `--repeat` seeds. Variants run in order,
@@ -96,7 +97,8 @@ def expand(suite: SuiteSpec, modes: list[str], versions: list[str], repeat: int,
     runs, skipped = [], []
     for name in suite.scenarios:
         base = load_scenario(name)          # a broken scenario stops the suite before it starts
-        for mode in modes or [None]:
+        for asked in modes or [None]:
+            mode = _concrete_mode(base, asked)
             for version in versions or [None]:
                 if not _applies(base, mode, version):
                     skipped.append({"scenario": base.name, "mode": mode, "version": version,
@@ -112,6 +114,18 @@ def expand(suite: SuiteSpec, modes: list[str], versions: list[str], repeat: int,
                         break
                     runs.append((v, s))
     return runs, skipped
+
+
+def _concrete_mode(s: Scenario, mode: str | None) -> str | None:
+    """`kraft` asks for KRaft in whichever form the scenario was written for (a claim
+    about unclean elections needs isolated controllers, a leader kill is written for
+    combined mode); a ZooKeeper scenario asked for KRaft runs in the first KRaft mode
+    it applies to."""
+    if mode != "kraft":
+        return mode
+    if s.cluster.mode.startswith("kraft"):
+        return s.cluster.mode
+    return next((m for m in s.applies_to.modes if m.startswith("kraft")), "kraft-combined")
 
 
 def _applies(s: Scenario, mode: str | None, version: str | None) -> bool:

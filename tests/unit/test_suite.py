@@ -57,6 +57,15 @@ def test_a_folder_is_a_suite_and_applies_to_limits_it(tmp_path):
     assert skipped[0]["mode"] == "kraft-combined" and "applies_to" in skipped[0]["why"]
 
 
+def test_mode_kraft_keeps_each_scenarios_own_kraft_mode():
+    runs, skipped = expand(load_suite("claims"), ["kraft", "zookeeper"], ["3.9"], 1)
+    modes = {(s.name, s.cluster.mode) for _, s in runs}
+    assert ("claim-durable-leader-kill", "kraft-combined") in modes
+    assert ("claim-unclean-election-enabled", "kraft-isolated") in modes     # written for isolated
+    assert ("claim-unclean-election-enabled", "zookeeper") in modes
+    assert not any(s["scenario"].startswith("claim-unclean") for s in skipped)
+
+
 def test_bad_suite_input_is_refused():
     with pytest.raises(SpecError, match="use one of: .*gate"):
         load_suite("nope")
