@@ -154,7 +154,7 @@ def topics(state: RunState, detail: dict) -> None:
 def workloads_start(state: RunState, detail: dict) -> None:
     from harness.run_steps_late import heal_everything, stop_workloads
     from workloads.consumer import ConsumerGroup
-    from workloads.producer import ProducerProcess
+    from workloads.producer_churn import start_producer
     ctx, w = state.ctx, state.scenario.workload
     state.teardown.push("workloads-stop", lambda: stop_workloads(state))
     # Pushed after the workloads, so it runs before they stop: faults healed first.
@@ -164,7 +164,7 @@ def workloads_start(state: RunState, detail: dict) -> None:
     for spec in w.consumers:
         state.groups.append(ConsumerGroup(spec, ctx).start())
     for spec in w.producers:
-        state.producers.append(ProducerProcess(spec, ctx).start())
+        state.producers.append(start_producer(spec, ctx))
     for spec in w.java_producers:
         _java_thread(state, f"java-producer-j{spec.prefix}", _java_producer, spec)
     for spec in w.java_consumers:

@@ -67,16 +67,23 @@ def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
     return None, f"{metric} is not in the summary"
 
 
+_NO_ISR = "the summary has no isr (verified before ISR was measured)"
+
+
+def _shrunk(metrics: dict) -> list[dict] | None:
+    """The faults during which some ISR shrank; None for a summary without ISR metrics."""
+    return None if "isr" not in metrics else [f for f in metrics["isr"] if f["shrunk_s"] is not None]
+
+
 def _isr_shrinks(metrics: dict) -> tuple[float | None, str | None]:
-    if "isr" not in metrics:
-        return None, "the summary has no isr (verified before ISR was measured)"
-    return sum(1 for f in metrics["isr"] if f["shrunk_s"] is not None), None
+    shrunk = _shrunk(metrics)
+    return (None, _NO_ISR) if shrunk is None else (len(shrunk), None)
 
 
 def _max_isr_restore(metrics: dict) -> tuple[float | None, str | None]:
-    if "isr" not in metrics:
-        return None, "the summary has no isr (verified before ISR was measured)"
-    shrunk = [f for f in metrics["isr"] if f["shrunk_s"] is not None]
+    shrunk = _shrunk(metrics)
+    if shrunk is None:
+        return None, _NO_ISR
     never = [f["name"] for f in shrunk if f["restored_after_heal_s"] is None]
     if never:
         return float("inf"), f"no full ISR again after {', '.join(never)}"

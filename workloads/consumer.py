@@ -246,11 +246,8 @@ class ConsumerGroup:
             member = self.spec.member_names[turn % self.spec.members]
             turn += 1
             try:
-                self.close_member(member) if churn.how == "clean" else self.kill_member(member)
-                if self._stopping.wait(churn.down_s):
+                if not self.bounce(member, clean=churn.how == "clean", down_s=churn.down_s):
                     return                  # the group is stopping: this member stays down
-                self.start_member(member)
-                self._event("consumer-restart", member, incarnation=self._incarnation[member])
             except Exception as e:  # noqa: BLE001 - one failed bounce must not end the churn
                 self._event("consumer-churn-error", member, error=f"{type(e).__name__}: {e}")
             wait = churn.every_s
@@ -291,13 +288,15 @@ class ConsumerGroup:
         self._workers[member].kill()
         self._event("consumer-crash", member, signal="SIGKILL")
 
-    def bounce(self, member: str, *, clean: bool = True, down_s: float = 0.0) -> None:
-        """Close (clean) or kill (hard) a member, then start a new incarnation."""
+    def bounce(self, member: str, *, clean: bool = True, down_s: float = 0.0) -> bool:
+        """Close (clean) or kill (hard) a member, stay away `down_s`, then start a new
+        incarnation; False, with the member left down, when the group stops meanwhile."""
         self.close_member(member) if clean else self.kill_member(member)
-        if down_s:
-            time.sleep(down_s)
+        if self._stopping.wait(down_s):
+            return False
         self.start_member(member)
         self._event("consumer-restart", member, incarnation=self._incarnation[member])
+        return True
 
     def stop(self, timeout: float = 30.0) -> None:
         self._stopping.set()

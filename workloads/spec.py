@@ -94,6 +94,35 @@ class TransactionSpec(_Spec):
         return self
 
 
+def _positive_seconds(v: float) -> float:
+    if v <= 0:
+        raise ValueError("must be positive")
+    return v
+
+
+class ChurnSpec(_Spec):
+    """Clients leaving and coming back while the workload runs: every `every_s` the
+    next consumer-group member (round-robin), or the producer, is closed cleanly (a
+    member leaves its group; a producer waits for its outstanding outcomes) or killed
+    (SIGKILL: nothing flushed or committed), stays away `down_s`, and a new
+    incarnation starts. The workload's own behaviour, recorded as `client` events;
+    not a cluster fault."""
+    _section: str = "consumer.churn"
+    every_s: float = 10.0
+    how: Literal["clean", "kill"] = "clean"
+    down_s: float = Field(2.0, ge=0)
+    first_s: float = 10.0                      # the first one this long after the group starts
+
+    _positive = field_validator("every_s", "first_s")(classmethod(lambda cls, v: _positive_seconds(v)))
+
+
+class ProducerChurnSpec(ChurnSpec):
+    """A restarted producer is a new producer named `<name>.<n>` (history spec: a
+    restarted producer gets a new name), with the same transactional.id: it fences
+    the killed one and aborts the transaction it left open."""
+    _section: str = "producer.churn"
+
+
 class ProducerSpec(_Spec):
     """One producer instance (its own process). `name` is its record_id prefix."""
     _section: str = "producer"
@@ -115,6 +144,7 @@ class ProducerSpec(_Spec):
     records: int | None = None                 # stop after this many sends
     duration_s: float | None = None            # or after this long
     transactions: TransactionSpec | None = None
+    churn: ProducerChurnSpec | None = None     # restarted while it runs
     client_config: dict[str, str] = {}         # extra librdkafka settings, passed through
     seed: int = 0
 
@@ -178,26 +208,6 @@ class ProducerSpec(_Spec):
                             f"({self.request_timeout_ms + self.linger_ms})",
                             "raise delivery_timeout_ms or lower request_timeout_ms")
         return self
-
-
-def _positive_seconds(v: float) -> float:
-    if v <= 0:
-        raise ValueError("must be positive")
-    return v
-
-
-class ChurnSpec(_Spec):
-    """Members leaving and rejoining while the group runs: every `every_s` the next
-    member (round-robin) is closed cleanly (it leaves the group) or killed (SIGKILL:
-    nothing flushed or committed), stays away `down_s`, and a new incarnation starts.
-    The workload's own behaviour, recorded as `client` events; not a cluster fault."""
-    _section: str = "consumer.churn"
-    every_s: float = 10.0
-    how: Literal["clean", "kill"] = "clean"
-    down_s: float = Field(2.0, ge=0)
-    first_s: float = 10.0                      # the first one this long after the group starts
-
-    _positive = field_validator("every_s", "first_s")(classmethod(lambda cls, v: _positive_seconds(v)))
 
 
 class ConsumerGroupSpec(_Spec):

@@ -33,6 +33,8 @@ def test_specs_are_frozen():
     ({"enable_idempotence": False, "acks": 1, "transactions": {}}, "producer.transactions",
      "enable_idempotence"),
     ({"delivery_timeout_ms": 1000}, "producer.delivery_timeout_ms", "raise"),
+    ({"churn": {"every_s": 0}}, "producer.churn.every_s", None),
+    ({"churn": {"how": "pause"}}, "producer.churn.how", None),
 ])
 def test_bad_producer_fields(bad, field, fix_word):
     with pytest.raises(SpecError) as ei:

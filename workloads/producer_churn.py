@@ -1,0 +1,147 @@
+"""A producer restarted while it runs (`ProducerSpec.churn`): its incarnations in turn.
+
+Every `every_s` the running producer process is stopped cleanly (it waits for its
+outstanding outcomes) or killed (SIGKILL: what was in flight becomes indeterminate,
+an open transaction stays open), and after `down_s` the next incarnation starts. It
+is a new producer for the history (`p0`, then `p0.1`, `p0.2` …: the history spec
+gives a restarted producer a new name, so record_ids stay unique) with the same
+transactional.id: its `init_transactions` fences the old one and aborts the
+transaction it left open. Each incarnation gets what is left of the duration or of
+the record count, so the producer as a whole ends when an unchurned one would.
+
+`ChurningProducer` offers the runner the parent-side calls of `ProducerProcess`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from workloads.producer import ProducerProcess, ReconcileResult
+from workloads.spec import ProducerSpec
+
+if TYPE_CHECKING:
+    from harness.context import RunContext
+
+
+def start_producer(spec: ProducerSpec, run: "RunContext") -> "ProducerProcess | ChurningProducer":
+    return (ChurningProducer(spec, run) if spec.churn is not None else ProducerProcess(spec, run)).start()
+
+
+class ChurningProducer:
+    def __init__(self, spec: ProducerSpec, run: "RunContext"):
+        self.spec, self._run = spec, run
+        self.incarnations: list[ProducerProcess] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()          # a restart and the runner's wait/stop, one at a time
+        self._restarting = False
+        self._ends_at: float | None = None
+        self._thread = threading.Thread(target=self._churn_loop, name=f"churn-{spec.name}", daemon=True)
+
+    @property
+    def current(self) -> ProducerProcess:
+        return self.incarnations[-1]
+
+    def start(self) -> "ChurningProducer":
+        if self.spec.duration_s is not None:
+            self._ends_at = time.monotonic() + self.spec.duration_s
+        self._start_incarnation()
+        self._thread.start()
+        return self
+
+    def _start_incarnation(self) -> bool:
+        """The next incarnation with what is left of the workload; False if nothing is."""
+        n = len(self.incarnations)
+        update: dict[str, Any] = {"churn": None, "name": self.spec.name if n == 0 else f"{self.spec.name}.{n}"}
+        if self._ends_at is not None:
+            update["duration_s"] = self._ends_at - time.monotonic()
+            if update["duration_s"] <= 0.5:
+                return False
+        if self.spec.records is not None:
+            update["records"] = self.spec.records - sum(p.result.announced for p in self.incarnations)
+            if update["records"] <= 0:
+                return False
+        if self.spec.transactions is not None and n > 0:       # the first one's id: fencing
+            update["transactions"] = self.spec.transactions.model_copy(
+                update={"transactional_id": self.incarnations[0].txn_id})
+        self.incarnations.append(ProducerProcess(self.spec.model_copy(update=update), self._run).start())
+        return True
+
+    def _churn_loop(self) -> None:
+        churn = self.spec.churn
+        wait = churn.first_s
+        while not self._stopping.wait(wait):
+            with self._lock:
+                if self._stopping.is_set() or not self.current.is_alive() or self._too_late(churn.down_s):
+                    return                     # stopping, or the producer has done its work
+                self._restarting = True
+            try:
+                self._restart(churn.how == "clean", churn.down_s)
+            except Exception as e:  # noqa: BLE001 - one failed restart must not end the churn
+                self._event("producer-churn-error", error=f"{type(e).__name__}: {e}")
+            finally:
+                self._restarting = False
+            wait = churn.every_s
+
+    def _too_late(self, down_s: float) -> bool:
+        """No restart that would leave no time for the next incarnation: a killed
+        transactional producer's open transaction is aborted only by its successor."""
+        return self._ends_at is not None and self._ends_at - time.monotonic() < down_s + 2.0
+
+    def _restart(self, clean: bool, down_s: float) -> None:
+        old = self.current
+        old.stop() if clean else old.kill()
+        if self._stopping.wait(down_s) or not self._start_incarnation():
+            return
+        self._event("producer-restart", incarnation=len(self.incarnations) - 1,
+                    previous=old.spec.name, name=self.current.spec.name)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the producer to finish its records/duration; True if it ended."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            cur = self.current
+            if not cur.wait(left):
+                return False
+            with self._lock:
+                if cur is self.current and not self._restarting:
+                    self._stopping.set()       # ended by itself: no more restarts
+                    return True
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)                   # a restart is under way: wait for the next one
+
+    def stop(self, timeout: float | None = None) -> ReconcileResult:
+        self._stopping.set()
+        self._thread.join()                    # a restart under way ends first
+        self.current.stop(timeout)
+        return self.result
+
+    def kill(self) -> ReconcileResult:
+        self._stopping.set()
+        self._thread.join()
+        self.current.kill()
+        return self.result
+
+    @property
+    def result(self) -> ReconcileResult | None:
+        """Every incarnation's outcome summed, once the last has ended."""
+        if self._restarting or self.current.result is None:
+            return None
+        rs = [p.result for p in self.incarnations]
+        return ReconcileResult(*(sum(getattr(r, f) for r in rs) for f in ("announced", "recorded",
+                                                                          "indeterminate")))
+
+    @property
+    def exitcode(self) -> int | None:
+        """The current incarnation's; None while one is being replaced (a killed one's -9
+        is the churn's doing, not a crash)."""
+        return None if self._restarting else self.current.exitcode
+
+    def is_alive(self) -> bool:
+        return self._restarting or self.current.is_alive()
+
+    def _event(self, name: str, **detail: Any) -> None:
+        if self._run.events is not None:
+            self._run.events.emit("client", name, self.spec.name, **detail)
