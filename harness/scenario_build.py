@@ -6,6 +6,7 @@ the drain's topics) and checks what spans sections. See harness/scenario.py.
 """
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
@@ -152,6 +153,7 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     if not producers and not java_p:
         b.fail(("workload", "producers"), "no producer", "add one: producers: [{topic: t}]")
     _unique(b, ("workload", "producers"), [p.name for p in producers], "name")
+    _no_restart_name_clash(b, producers)
     _unique(b, ("workload", "consumers"), [c.name_prefix for c in consumers], "name_prefix")
     _unique(b, ("workload", "java_producers"), [j.prefix for j in java_p], "prefix")
     for i, j in enumerate([*java_p, *java_c]):
@@ -161,6 +163,17 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
                     producers=tuple(producers), consumers=tuple(consumers),
                     java_producers=tuple(java_p), java_consumers=tuple(java_c))
+
+
+def _no_restart_name_clash(b: Builder, producers: list[ProducerSpec]) -> None:
+    """A restarted producer is named <name>.<n> (producer_churn.py): no other may be."""
+    churned = [p.name for p in producers if p.churn is not None]
+    for i, p in enumerate(producers):
+        base = next((c for c in churned if re.fullmatch(rf"{re.escape(c)}\.\d+", p.name)), None)
+        if base is not None:
+            b.fail(("workload", "producers", i, "name"),
+                   f"{p.name!r} is a name producer {base!r} takes when its churn restarts it",
+                   "give it another name")
 
 
 def _unique(b: Builder, path: tuple, values: list, field: str) -> None:

@@ -72,6 +72,10 @@ CASES = [
     ("duplicate producer", BASE.replace("    - {name: p0, topic: t}\n",
                                         "    - {name: p0, topic: t}\n    - {name: p0, topic: t}\n"), 14,
      ["workload.producers[1].name", "used twice"]),
+    ("producer named as a restart", BASE.replace("    - {name: p0, topic: t}\n",
+                                                 "    - {name: p0, topic: t, churn: {}}\n"
+                                                 "    - {name: p0.1, topic: t}\n"), 14,
+     ["workload.producers[1].name", "churn restarts it"]),
     ("in flight with idempotence", BASE.replace("{name: p0, topic: t}", "{name: p0, topic: t, max_in_flight: 9}"),
      13, ["workload.producers[0].max_in_flight"]),
     ("consumer unknown topic", BASE.replace("topics: [t]}", "topics: [x]}"), 15,
