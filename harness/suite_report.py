@@ -1,5 +1,5 @@
 """A suite's outputs: summary.json, index.html (one row per variant, linked to its run
-report) and junit.xml (one testcase per scenario × mode × version × repeat)."""
+report), summary.md (the same table in Markdown) and junit.xml (one testcase per scenario × mode × version × repeat)."""
 from __future__ import annotations
 
 import json
@@ -38,6 +38,7 @@ def write_outputs(suite_dir: Path, name: str, rows: list[dict], skipped: list[di
         {"suite": name, "seconds": round(seconds, 1), "rows": rows, "not_applicable": skipped},
         indent=2, default=str) + "\n")
     (suite_dir / "index.html").write_text(_html(suite_dir, name, rows, skipped))
+    (suite_dir / "summary.md").write_text(_markdown(suite_dir, name, rows, seconds))
     (suite_dir / "junit.xml").write_text(_junit(name, rows))
 
 
@@ -47,23 +48,46 @@ def _number(n) -> str:
     return str(int(n)) if float(n).is_integer() else f"{n:.1f}"
 
 
-def _cell(suite_dir: Path, r: dict, column: str) -> str:
+def _text(r: dict, column: str) -> str:
+    """A row's cell as plain text (the HTML and Markdown tables both show it)."""
     if column == "expected":
-        return "<br>".join(escape(e) for e in r["expected"])
+        return "; ".join(r["expected"])
     if column == "observed":
         observed = r.get("observed") or {}
         text = ", ".join(f"{k} {_number(n)}" for k, n in observed.items()) or "no anomaly"
-        return escape(text + ("" if not r.get("failures") else "; " + "; ".join(r["failures"])))
+        return text + ("" if not r.get("failures") else "; " + "; ".join(r["failures"]))
     if column == "verdict":
         extra = f" ({r['stability']})" if r.get("stability") and r["stability"] != "solid" else ""
-        return escape(r["verdict"] + extra + (f": {r.get('why') or r.get('reason')}"
-                                              if r["verdict"] in ("skipped", "unknown") else ""))
+        return r["verdict"] + extra + (f": {r.get('why') or r.get('reason')}"
+                                       if r["verdict"] in ("skipped", "unknown") else "")
+    return str(r.get(column, ""))
+
+
+def _report_link(suite_dir: Path, r: dict) -> str | None:
+    if not r.get("run_dir"):
+        return None
+    return f"{Path(r['run_dir']).resolve().relative_to(suite_dir.resolve())}/report/index.html"
+
+
+def _cell(suite_dir: Path, r: dict, column: str) -> str:
+    if column == "expected":
+        return "<br>".join(escape(e) for e in r["expected"])
     if column == "evidence":
-        if not r.get("run_dir"):
-            return ""
-        rel = Path(r["run_dir"]).resolve().relative_to(suite_dir.resolve())
-        return f"<a href='{escape(str(rel))}/report/index.html'>report</a>"
-    return escape(str(r.get(column, "")))
+        link = _report_link(suite_dir, r)
+        return "" if link is None else f"<a href='{escape(link)}'>report</a>"
+    return escape(_text(r, column))
+
+
+def _markdown(suite_dir: Path, name: str, rows: list[dict], seconds: float) -> str:
+    """The same table for a CI job summary or a results file."""
+    def cell(r: dict, c: str) -> str:
+        text = (f"[report]({_report_link(suite_dir, r)})" if _report_link(suite_dir, r) else "") \
+            if c == "evidence" else _text(r, c)
+        return text.replace("|", "\\|").replace("\n", " ")
+    lines = [f"# suite {name} ({seconds / 60:.1f} min)", "", "| " + " | ".join(COLUMNS) + " |",
+             "|" + "---|" * len(COLUMNS)]
+    lines += ["| " + " | ".join(cell(r, c) for c in COLUMNS) + " |" for r in rows]
+    return "\n".join(lines) + "\n"
 
 
 def _html(suite_dir: Path, name: str, rows: list[dict], skipped: list[dict]) -> str:

@@ -92,6 +92,9 @@ def test_outputs_from_rows(tmp_path: Path):
     assert junit.get("tests") == "3" and junit.get("failures") == "1" and junit.get("skipped") == "1"
     html = (tmp_path / "index.html").read_text()
     assert "r1/report/index.html" in html and "lost 3" in html and "budget" in html
+    md = (tmp_path / "summary.md").read_text().splitlines()
+    assert md[2].startswith("| claim | configuration |") and len(md) == 4 + len(rows)
+    assert "lost 3; lost: 3 > 0" in md[5] and "[report](r1/report/index.html)" in md[5]
     assert stability([_row("a", "passed"), _row("a", "passed", 1)]) == {("a", "kraft-combined", "3.9.2"): "solid"}
 
 
