@@ -273,12 +273,34 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
     if unknown:
         b.fail(("faults", sorted(unknown)[0]), "unknown field",
                f"use one of {', '.join(Faults.model_fields)}")
-    timeline = tuple(_timeline_entry(b, i, entry, cluster, topics, workload.duration_s)
-                     for i, entry in enumerate(_items(b, ("faults", "timeline"))))
+    raws = _items(b, ("faults", "timeline"))
+    migration = _migration(cluster, raws)
+    timeline = tuple(_timeline_entry(b, i, entry, _cluster_met(cluster, migration, entry), topics,
+                                     workload.duration_s) for i, entry in enumerate(raws))
     nemesis = _nemesis(b, cluster, topics, workload.duration_s)
     recovery = b.at(("faults",), lambda: Faults(
         **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
     return Faults(timeline=timeline, nemesis=nemesis, recovery_timeout_s=recovery)
+
+
+def _migration(cluster: ClusterSpec, raws: list) -> tuple[float, ClusterSpec] | None:
+    """A timeline's ZooKeeper → KRaft migration: when it starts, and the cluster it leaves."""
+    from clusters.migration import kraft_spec_of
+    for raw in raws:
+        if cluster.mode == ZOOKEEPER and isinstance(raw, dict) and raw.get("fault") == "zk-migration" \
+                and isinstance(raw.get("at"), (int, float)):
+            controllers = (raw.get("params") or {}).get("controllers", 1)
+            return float(raw["at"]), kraft_spec_of(cluster, controllers if controllers in (1, 3) else 1)
+    return None
+
+
+def _cluster_met(cluster: ClusterSpec, migration, raw: Any) -> ClusterSpec:
+    """The cluster a timeline fault meets: after a migration has started, the KRaft one
+    (a ZooKeeper fault is refused there, an upgrade to 4.x allowed)."""
+    if migration is not None and isinstance(raw, dict) and isinstance(raw.get("at"), (int, float)) \
+            and raw["at"] > migration[0]:
+        return migration[1]
+    return cluster
 
 
 def _drain(b: Builder, topics, workload: Workload) -> DrainSpec:

@@ -261,3 +261,20 @@ def test_a_bad_migration_scenario_exits_2_naming_file_line_and_field(tmp_path, c
 
 def test_the_built_in_scenario_is_valid():
     assert main(["run", "zk-migration", "--dry-run"]) == 0
+
+
+ZK = SCENARIO.replace("kraft-combined", "zookeeper")
+
+
+def test_faults_after_a_migration_are_checked_against_the_kraft_cluster(tmp_path, capsys):
+    after = ZK + "    - {at: 40, fault: rolling-upgrade, params: {to_version: '4'}}\n"
+    (tmp_path / "ok.yaml").write_text(after)        # 4.x has no ZooKeeper: fine once migrated
+    assert main(["run", str(tmp_path / "ok.yaml"), "--dry-run"]) == 0, capsys.readouterr().err
+    before = ZK.replace("at: 5,", "at: 50,") + "    - {at: 40, fault: rolling-upgrade, params: {to_version: '4'}}\n"
+    (tmp_path / "bad.yaml").write_text(before)
+    assert main(["run", str(tmp_path / "bad.yaml"), "--dry-run"]) == 2
+    assert "has no ZooKeeper mode" in capsys.readouterr().err
+    expiry = ZK + "    - {at: 40, fault: zk-session-expiry}\n"   # ZooKeeper is retired by then
+    (tmp_path / "expiry.yaml").write_text(expiry)
+    assert main(["run", str(tmp_path / "expiry.yaml"), "--dry-run"]) == 2
+    assert "needs a ZooKeeper-mode cluster; this one is kraft-isolated" in capsys.readouterr().err
