@@ -17,6 +17,7 @@ suite itself could not run.
 """
 from __future__ import annotations
 
+import json
 import re
 import time
 from dataclasses import dataclass, field
@@ -184,7 +185,7 @@ def _row(v: Variant, s: Scenario, result, skipped: str | None = None) -> dict:
         return {**row, "verdict": "skipped", "why": skipped}
     summary = result.summary or {}
     return {**row, "verdict": result.status, "exit_code": result.exit_code, "reason": result.reason,
-            "observed": observed(summary),
+            "observed": {**observed(summary), **_fault_timings(Path(result.run_dir))},
             "failures": list(((summary.get("verdict") or {}).get("failures")) or []),
             "run_dir": str(result.run_dir)}
 
@@ -210,6 +211,18 @@ def observed(summary: dict) -> dict[str, Any]:
         back = [f["restored_after_heal_s"] for f in shrunk]
         out.setdefault("isr_full_after_heal_s", None if None in back else round(max(back), 1))
     return out
+
+
+def _fault_timings(run_dir: Path) -> dict[str, float]:
+    """What faults measured themselves (faults.json): claim 10's controller failover,
+    from the kill to a new active controller."""
+    try:
+        faults = json.loads((run_dir / "faults.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    failovers = [f["detail"]["failover_s"] for f in faults
+                 if isinstance(f.get("detail"), dict) and f["detail"].get("failover_s") is not None]
+    return {"controller_failover_s": round(max(failovers), 1)} if failovers else {}
 
 
 def _configuration(s: Scenario) -> str:

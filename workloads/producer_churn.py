@@ -94,23 +94,22 @@ class ChurningProducer:
         if self._stopping.wait(down_s) or not self._start_incarnation():
             return
         self._event("producer-restart", incarnation=len(self.incarnations) - 1,
-                    previous=old.spec.name, name=self.current.spec.name)
+                    previous=old.spec.name, producer=self.current.spec.name)
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Wait for the producer to finish its records/duration; True if it ended."""
+        """Wait for the producer to finish its records/duration; True if it ended.
+        Polls under the lock, never while a restart is under way: two threads reaping
+        one child race (the loser reads the dead process as alive)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         while True:
-            left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            cur = self.current
-            if not cur.wait(left):
-                return False
             with self._lock:
-                if cur is self.current and not self._restarting:
+                if not self._restarting and not self.current.is_alive():
                     self._stopping.set()       # ended by itself: no more restarts
+                    self.current.wait(10)      # records its end (and reconciles it)
                     return True
             if deadline is not None and time.monotonic() >= deadline:
                 return False
-            time.sleep(0.05)                   # a restart is under way: wait for the next one
+            time.sleep(0.2)
 
     def stop(self, timeout: float | None = None) -> ReconcileResult:
         self._stopping.set()

@@ -110,3 +110,12 @@ def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timing
     assert observed(summary) == {"duplicate": 3, "acked_during_faults": 45.0,
                                  "max_recovery_s": 12.3, "max_unavailability_s": 3.0,
                                  "isr_shrunk_after_s": 9.1, "isr_full_after_heal_s": 1.7}
+
+
+def test_a_rows_observed_has_the_controller_failover_faults_json_measured(tmp_path: Path):
+    from harness.suite import _fault_timings
+    (tmp_path / "faults.json").write_text(json.dumps([
+        {"label": "controller-failover", "detail": {"failover_s": 2.54, "new_controller": "c-3"}},
+        {"label": "kill", "detail": {}}]))
+    assert _fault_timings(tmp_path) == {"controller_failover_s": 2.5}
+    assert _fault_timings(tmp_path / "missing") == {}

@@ -45,5 +45,5 @@ def test_a_killed_transactional_producer_comes_back_under_a_new_name_and_fences(
     run.events.close()
     ev = table(str(run.dir), "events")
     restarts = [json.loads(x) for x in ev[ev.name == "producer-restart"].detail]
-    assert [x["name"] for x in restarts] == names[1:]
+    assert [x["producer"] for x in restarts] == names[1:]
     assert (ev.name == "producer-crash").sum() == len(names) - 1
