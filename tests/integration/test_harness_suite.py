@@ -23,5 +23,6 @@ def test_gate_suite_passes_and_writes_its_table(tmp_path):
     assert junit.get("tests") == "2" and junit.get("failures") == "0" and junit.get("errors") == "0"
     html = (suite_dir / "index.html").read_text()
     assert html.count("/report/index.html") == 2
+    assert (suite_dir / "summary.md").read_text().count("/report/index.html)") == 2
     for r in rows.values():
         assert (suite_dir / r["run_dir"].split("/")[-1] / "report" / "index.html").exists()
