@@ -73,6 +73,7 @@ class Inputs:
     materialize: object
     read_committed_groups: set[str]
     _memo: dict = field(default_factory=dict)
+    no_rows: set[str] = field(default_factory=set)   # kinds known to have none
 
     def once(self, name: str, make):
         if name not in self._memo:
@@ -90,10 +91,14 @@ def anomaly_frames(x: Inputs) -> dict[str, DataFrame]:
     return {k: rules[k](x) for k in KINDS}
 
 
-def _unless_none(rows: int, df: DataFrame) -> DataFrame:
+def _unless_none(x: Inputs, kind: str, rows: int, df: DataFrame) -> DataFrame:
     """df, or (when its key set is known to be empty) the same columns and no rows,
-    planned as an empty relation: no scan."""
-    return df if rows else df.limit(0)
+    planned as an empty relation: no scan; the kind is then in x.no_rows, so its
+    (empty) file is written from its schema, with no Spark job."""
+    if rows:
+        return df
+    x.no_rows.add(kind)
+    return df.limit(0)
 
 
 # -- filters of the records view --
@@ -101,15 +106,15 @@ def _unless_none(rows: int, df: DataFrame) -> DataFrame:
 def lost(x: Inputs) -> DataFrame:
     """lost: an `acked` record never consumed in any phase (by any consumer)
     (reconcile.LOST)."""
-    return _unless_none(x.views.sizes["lost"],
+    return _unless_none(x, "lost", x.views.sizes["lost"],
                         x.views.records.where(LOST()).select(*PRODUCED_COLS))
 
 
 def recovered(x: Inputs) -> DataFrame:
     """recovered: an `indeterminate` record that was consumed (counted, never a
     violation) (reconcile.RECOVERED)."""
-    return _unless_none(x.views.sizes["recovered"], x.views.records.where(RECOVERED()).select(
-        *PRODUCED_COLS, *POS_COLS, "deliveries"))
+    return _unless_none(x, "recovered", x.views.sizes["recovered"], x.views.records.where(
+        RECOVERED()).select(*PRODUCED_COLS, *POS_COLS, "deliveries"))
 
 
 def unexpected(x: Inputs) -> DataFrame:
@@ -117,7 +122,8 @@ def unexpected(x: Inputs) -> DataFrame:
     a transaction (records of aborted transactions are judged by aborted_read
     alone) (reconcile.UNEXPECTED). Rows with a null record_id are not counted here
     (consumed_foreign)."""
-    return _unless_none(x.views.sizes["unexpected"], x.views.records.where(UNEXPECTED()).select(
+    return _unless_none(x, "unexpected", x.views.sizes["unexpected"], x.views.records.where(
+        UNEXPECTED()).select(
         F.when(F.col("producer").isNull(), F.lit("never sent"))
         .otherwise(F.lit("failed outside a transaction")).alias("reason"),
         *PRODUCED_COLS, *POS_COLS, "deliveries"))
@@ -126,7 +132,7 @@ def unexpected(x: Inputs) -> DataFrame:
 def aborted_read(x: Inputs) -> DataFrame:
     """aborted_read: a `read_committed` consumer saw a record whose txn_outcome is
     `aborted` (reconcile.ABORTED_READ)."""
-    return _unless_none(x.views.sizes["aborted_read"], x.views.records.where(
+    return _unless_none(x, "aborted_read", x.views.sizes["aborted_read"], x.views.records.where(
         ABORTED_READ()).select(*PRODUCED_COLS, *POS_COLS))
 
 
@@ -146,7 +152,7 @@ def reordered(x: Inputs) -> DataFrame:
 def redelivered(x: Inputs) -> DataFrame:
     """redelivered: the same (partition, offset) delivered more than once to one group
     in `run` (counted: k − 1 extra deliveries for a position delivered k times)."""
-    return _unless_none(x.views.sizes["redelivered"], x.views.groups.where(
+    return _unless_none(x, "redelivered", x.views.sizes["redelivered"], x.views.groups.where(
         F.col("deliveries") > 1).select(
         "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries")))
 
@@ -158,7 +164,8 @@ def duplicate(x: Inputs) -> DataFrame:
     offset); every delivery of it is a row."""
     n = x.views.sizes["duplicate_ids"]
     dup = _duplicate_ids(x)
-    return _unless_none(n, x.once("watched", _watched).join(small(dup, n), "record_id").select(
+    return _unless_none(x, "duplicate", n, x.once("watched", _watched).join(
+        small(dup, n), "record_id").select(
         "record_id", "producer", "seq", "status", "ack_ts_us", "n_positions", *OFFSET,
         "consumer", "group_id", "phase", "recv_ts_us"))
 
@@ -167,7 +174,7 @@ def divergent(x: Inputs) -> DataFrame:
     """divergent: two consumers saw different record_ids at the same (topic,
     partition, offset); every delivery there is a row."""
     n = x.views.sizes["divergent_offsets"]
-    return _unless_none(n, _with_ack(x, x.once("watched", _watched).join(
+    return _unless_none(x, "divergent", n, _with_ack(x, x.once("watched", _watched).join(
         small(_divergent_at(x), n), list(OFFSET)).select(
         *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"),
         "record_id", n))
@@ -178,7 +185,7 @@ def overwritten(x: Inputs) -> DataFrame:
     harness did not write) was consumed at that offset; one row per (record, other
     delivery there)."""
     candidates, n = x.once("candidates", _overwrite_candidates)
-    return _unless_none(n, (
+    return _unless_none(x, "overwritten", n, (
         x.once("watched", _watched)
         .select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
                 F.col("consumer").alias("consumed_by"))
@@ -205,12 +212,13 @@ def skipped(x: Inputs) -> DataFrame:
     group_rc = x.consumed.sparkSession.createDataFrame(
         [(g, True) for g in sorted(x.read_committed_groups)],
         "group_id string, group_read_committed boolean")
-    return _unless_none(n, _with_ack(x, rows.join(aborted, "drain_record_id", "left")
-                        .join(F.broadcast(group_rc), "group_id", "left")
-                        .where(~(F.coalesce("drain_record_aborted", F.lit(False))
-                                 & F.coalesce("group_read_committed", F.lit(False))))
-                        .select("group_id", *OFFSET, "committed_offset", "drain_record_id"),
-                        "drain_record_id", n))
+    return _unless_none(x, "skipped", n, _with_ack(
+        x, rows.join(aborted, "drain_record_id", "left")
+        .join(F.broadcast(group_rc), "group_id", "left")
+        .where(~(F.coalesce("drain_record_aborted", F.lit(False))
+                 & F.coalesce("group_read_committed", F.lit(False))))
+        .select("group_id", *OFFSET, "committed_offset", "drain_record_id"),
+        "drain_record_id", n))
 
 
 def poll_skip(x: Inputs) -> DataFrame:
@@ -234,11 +242,11 @@ def poll_skip(x: Inputs) -> DataFrame:
     aborted = _aborted(x, rows.select("drain_record_id"), n)
     allowed = ~(F.coalesce("drain_record_aborted", F.lit(False))
                 & (F.col("isolation") == "read_committed"))
-    return _unless_none(n, _with_ack(x, rows.join(aborted, "drain_record_id", "left")
-                        .where(allowed)
-                        .select("consumer", "group_id", "assignment", *OFFSET, "isolation",
-                                "jumped_from", "jumped_to", "drain_record_id"),
-                        "drain_record_id", n))
+    return _unless_none(x, "poll_skip", n, _with_ack(
+        x, rows.join(aborted, "drain_record_id", "left").where(allowed)
+        .select("consumer", "group_id", "assignment", *OFFSET, "isolation",
+                "jumped_from", "jumped_to", "drain_record_id"),
+        "drain_record_id", n))
 
 
 def nonmonotonic_poll(x: Inputs) -> DataFrame:
@@ -248,7 +256,7 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
     poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
     are not judged (summary: poll_checks.left_out)."""
     rows, seen = x.once("poll", _poll_rows)
-    return _unless_none(seen["went_back"], _with_ack(x, rows.where(
+    return _unless_none(x, "nonmonotonic_poll", seen["went_back"], _with_ack(x, rows.where(
         F.col("offset") <= F.col("earlier_max_offset")).select(
         "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
         "record_id", "recv_ts_us"), "record_id", seen["went_back"]))
@@ -336,7 +344,7 @@ def _jumped(x: Inputs) -> tuple[DataFrame, int]:
         F.col("offset").alias("jumped_to"))
     offsets = gaps.select("*", F.explode(F.sequence(F.col("jumped_from") + 1,
                                                     F.col("jumped_to") - 1)).alias("offset"))
-    return _unless_none(n, offsets), n
+    return (offsets if n else offsets.limit(0)), n
 
 
 def _watched(x: Inputs) -> DataFrame:
@@ -349,6 +357,8 @@ def _watched(x: Inputs) -> DataFrame:
     offset_sets = [(df.select(*OFFSET), rows) for df, rows in (
         (_divergent_at(x), n["divergent_offsets"]), (candidates, n_candidates),
         (_missed(x), n["missed"]), (jumped, n_jumped)) if rows]
+    if not (offset_sets or n["duplicate_ids"]):
+        return x.consumed.limit(0)      # no key set (a passing run): no rows, no job
     ids = (_duplicate_ids(x).select("record_id"), n["duplicate_ids"])
     return x.materialize("watched", rows_matching(x.consumed, offset_sets, ids))[0]
 

@@ -50,24 +50,37 @@ class AnomalyResult:
 def explained(df: DataFrame, tl: Timeline) -> DataFrame:
     """df with leader_at_ack and faults_at_ack (module docstring), from its topic,
     partition and ack_ts_us (null when df has no ack_ts_us)."""
-    ack = F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long")
-    leaders = [o for o in tl.observations if o.name == "leader" and o.partition is not None]
-    leader = F.lit(None).cast("string")
-    if leaders:
-        obs = F.array(*[F.struct(F.lit(o.topic).cast("string").alias("t"),
-                                 F.lit(o.partition).alias("p"), F.lit(o.ts_us).alias("ts"),
-                                 F.lit(_broker(o)).cast("string").alias("b"))
-                        for o in sorted(leaders, key=lambda o: o.ts_us)])
-        before = F.filter(obs, lambda o: (o["p"] == F.col("partition"))
-                          & (o["t"].isNull() | (o["t"] == F.col("topic"))) & (o["ts"] <= ack))
-        leader = F.when(F.size(before) > 0, F.element_at(before, -1)["b"])
-    faults = F.array().cast("array<string>")
-    if tl.faults:
-        windows = F.array(*[F.struct(F.lit(f.fault_id).alias("id"), F.lit(f.start_us).alias("a"),
-                                     F.lit(f.end_us).alias("z")) for f in tl.faults])
-        faults = F.coalesce(F.transform(F.filter(
-            windows, lambda w: (w["a"] <= ack) & (ack <= w["z"])), lambda w: w["id"]), faults)
-    return df.select("*", leader.alias("leader_at_ack"), faults.alias("faults_at_ack"))
+    return Explainer(tl)(df)
+
+
+class Explainer:
+    """explained() for many frames of one run: the timeline's literal arrays are built
+    once. Built for each of the twelve kinds, they took 2 800 of the 13 800 Py4J calls
+    of a warm verify of a 90 000-record run (benchmarks/RESULTS.md)."""
+
+    def __init__(self, tl: Timeline):
+        leaders = [o for o in tl.observations if o.name == "leader" and o.partition is not None]
+        self.observations = F.array(*[
+            F.struct(F.lit(o.topic).cast("string").alias("t"), F.lit(o.partition).alias("p"),
+                     F.lit(o.ts_us).alias("ts"), F.lit(_broker(o)).cast("string").alias("b"))
+            for o in sorted(leaders, key=lambda o: o.ts_us)]) if leaders else None
+        self.windows = F.array(*[
+            F.struct(F.lit(f.fault_id).alias("id"), F.lit(f.start_us).alias("a"),
+                     F.lit(f.end_us).alias("z")) for f in tl.faults]) if tl.faults else None
+
+    def __call__(self, df: DataFrame) -> DataFrame:
+        ack = F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long")
+        leader = F.lit(None).cast("string")
+        if self.observations is not None:
+            before = F.filter(self.observations, lambda o: (o["p"] == F.col("partition")) & (
+                o["t"].isNull() | (o["t"] == F.col("topic"))) & (o["ts"] <= ack))
+            leader = F.when(F.size(before) > 0, F.element_at(before, -1)["b"])
+        faults = F.array().cast("array<string>")
+        if self.windows is not None:
+            faults = F.coalesce(F.transform(F.filter(
+                self.windows, lambda w: (w["a"] <= ack) & (ack <= w["z"])), lambda w: w["id"]),
+                faults)
+        return df.select("*", leader.alias("leader_at_ack"), faults.alias("faults_at_ack"))
 
 
 def _broker(o) -> str | None:
@@ -78,13 +91,16 @@ def _broker(o) -> str | None:
 
 
 def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: Timeline,
-                    step=lambda name: None) -> AnomalyResult:
+                    step=lambda name: None, empty: frozenset[str] = frozenset()) -> AnomalyResult:
     """Write every kind's rows, explained, under report/anomalies/<kind>/ and count
-    them from what was written."""
+    them from what was written. `empty`: the kinds known to have no rows (their key
+    sets were observed empty), written from their schema alone, with no Spark job."""
     out = AnomalyResult({}, defaultdict(dict), {}, {}, {})
+    explain = Explainer(tl)
     for kind in KINDS:
-        df = explained(frames[kind], tl)
-        rows = df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow()
+        df = explain(frames[kind])
+        rows = (_no_rows(df) if kind in empty else
+                df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow())
         if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
             rows = _write_from_driver(rows, loc, kind)
             head = rows
@@ -102,6 +118,15 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
         step(f"anomalies.{kind}")
     out.by_fault = dict(out.by_fault)
     return out
+
+
+def _no_rows(df: DataFrame) -> pa.Table:
+    """df's columns and no rows, typed as toArrow() types them, without running it."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
+    return to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
+                           timezone="UTC", prefers_large_types=large).empty_table()
 
 
 def count(rows: pa.Table, kind: str) -> int:

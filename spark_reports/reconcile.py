@@ -36,6 +36,7 @@ from dataclasses import dataclass
 
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 from spark_reports.storage import RunLocation
 
@@ -79,7 +80,10 @@ class Scratch:
         # than the default Snappy (benchmarks/RESULTS.md).
         (df.write.mode("overwrite").option("parquet.enable.dictionary", "false")
          .option("compression", "lz4_raw").parquet(path))
-        return self.spark.read.parquet(path), (dict(obs.get) if obs else {})
+        # read back with the schema it was written with (as a file source reads it,
+        # nullable), so no footer is read to infer it
+        schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema])
+        return self.spark.read.schema(schema).parquet(path), (dict(obs.get) if obs else {})
 
     def remove(self) -> None:
         if self.loc.exists("report", "_views"):

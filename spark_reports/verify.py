@@ -257,7 +257,8 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
             spark, views, tl, frames["consumed"], scanned, threshold))
         background.append(metrics)
         x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups)
-        result = write_anomalies(spark, anomaly_frames(x), loc, tl, step)
+        frames = anomaly_frames(x)
+        result = write_anomalies(spark, frames, loc, tl, step, frozenset(x.no_rows))
         m = metrics.result()
         step("metrics_wait")
     finally:
