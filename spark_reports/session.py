@@ -41,11 +41,8 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
          .config("spark.ui.enabled", "false")
          .config("spark.ui.showConsoleProgress", "false")
          .config("spark.sql.session.timeZone", "UTC")
-         # A verify compiles ~115 generated classes; with Spark's default cache of 100
-         # they evict each other, so every verify in a suite's shared session compiled
-         # them all again (84 Janino compiles per verify) and ran them interpreted until
-         # the JIT caught up. With room for them, a warm verify compiles ~6 (those
-         # whose literals differ by run) (benchmarks/RESULTS.md).
+         # A verify generates ~115 classes; Spark's default cache of 100 made each verify
+         # of a suite's shared session compile ~84 again; with room, ~6 (RESULTS.md).
          .config("spark.sql.codegen.cache.maxEntries", "1000")
          # Anomaly Parquet is read by pyarrow and DuckDB too: plain timestamps, no INT96.
          .config("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS"))
