@@ -22,31 +22,16 @@ import sys
 import time
 from pathlib import Path
 
+from verify_bench import _tree_rss
+
 ROOT = Path(__file__).resolve().parents[1]
-TICK = os.sysconf("SC_CLK_TCK")
 
 
 def _tree_cpu(root: int) -> float:
-    """user+system CPU seconds of `root` and its descendants (from /proc)."""
-    children: dict[int, list[int]] = {}
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            try:
-                with open(f"/proc/{d}/stat") as f:
-                    children.setdefault(int(f.read().rsplit(")", 1)[1].split()[1]), []).append(int(d))
-            except (OSError, ValueError, IndexError):
-                continue
-    total, todo = 0.0, [root]
-    while todo:
-        pid = todo.pop()
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / TICK
-        except (OSError, ValueError, IndexError):
-            pass
-        todo += children.get(pid, [])
-    return total
+    """user+system CPU seconds of `root` and its descendants (verify_bench's /proc walk)."""
+    cpu: dict[int, float] = {}
+    _tree_rss(root, cpu)
+    return sum(cpu.values())
 
 
 def worker(run_dirs: list[str], repeat: int, master: str | None, warm: list[str],

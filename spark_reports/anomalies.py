@@ -266,7 +266,7 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
 
 def _with_ack(x: Inputs, rows: DataFrame, id_col: str, n: int) -> DataFrame:
     """rows (about n) with the ack_ts_us of the record `id_col` names, so that they
-    are explained like the others (anomaly_output.explained)."""
+    are explained like the others (anomaly_output.Explainer)."""
     ids = rows.select(F.col(id_col).alias("record_id")).where(
         F.col("record_id").isNotNull()).distinct()
     acks = (x.views.records.join(small(ids, n), "record_id", "left_semi")

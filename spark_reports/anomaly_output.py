@@ -47,16 +47,12 @@ class AnomalyResult:
     explanations: dict[str, list[dict]]
 
 
-def explained(df: DataFrame, tl: Timeline) -> DataFrame:
-    """df with leader_at_ack and faults_at_ack (module docstring), from its topic,
-    partition and ack_ts_us (null when df has no ack_ts_us)."""
-    return Explainer(tl)(df)
-
-
 class Explainer:
-    """explained() for many frames of one run: the timeline's literal arrays are built
-    once. Built for each of the twelve kinds, they took 2 800 of the 13 800 Py4J calls
-    of a warm verify of a 90 000-record run (benchmarks/RESULTS.md)."""
+    """Adds leader_at_ack and faults_at_ack (module docstring) to a frame, from its
+    topic, partition and ack_ts_us (null when it has none), for every frame of one run:
+    the timeline's literal arrays are built once. Built for each of the twelve kinds,
+    they took 2 800 of the 13 800 Py4J calls of a warm verify of a 90 000-record run
+    (benchmarks/RESULTS.md)."""
 
     def __init__(self, tl: Timeline):
         leaders = [o for o in tl.observations if o.name == "leader" and o.partition is not None]

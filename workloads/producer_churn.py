@@ -117,12 +117,6 @@ class ChurningProducer:
         self.current.stop(timeout)
         return self.result
 
-    def kill(self) -> ReconcileResult:
-        self._stopping.set()
-        self._thread.join()
-        self.current.kill()
-        return self.result
-
     @property
     def result(self) -> ReconcileResult | None:
         """Every incarnation's outcome summed, once the last has ended."""
@@ -137,9 +131,6 @@ class ChurningProducer:
         """The current incarnation's; None while one is being replaced (a killed one's -9
         is the churn's doing, not a crash)."""
         return None if self._restarting else self.current.exitcode
-
-    def is_alive(self) -> bool:
-        return self._restarting or self.current.is_alive()
 
     def _event(self, name: str, **detail: Any) -> None:
         if self._run.events is not None:
