@@ -70,12 +70,19 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert again.returncode == 0 and page.stat().st_size > 10_000, again.stderr
 
 
+def _sigint_default() -> None:
+    # A shell that started pytest in the background (nohup, `&`) leaves SIGINT ignored,
+    # and an ignored signal stays ignored across exec: Python would then install no
+    # KeyboardInterrupt handler, and the test's Ctrl-C would reach nothing.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _interrupt_in(phase: str, tmp_path: Path) -> tuple[Path, subprocess.CompletedProcess]:
     runs = tmp_path / "runs"
     # Its own process group, as a terminal's foreground job: Ctrl-C reaches every process in it.
     proc = subprocess.Popen([*HARNESS, "run", "quick", "--runs-dir", str(runs), "--plain"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            start_new_session=True)
+                            start_new_session=True, preexec_fn=_sigint_default)
     deadline = time.monotonic() + 600
     run_dir, sent = None, False
     try:
