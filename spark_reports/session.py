@@ -11,16 +11,24 @@ import sys
 
 DEFAULT_DRIVER_MEMORY = os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g")
 DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITIONS", "16"))
+# A JVM started to verify one history of at most this many rows (produced + consumed:
+# a run of about 1 M records) compiles with C1 only. Such a verify lasts seconds, and
+# on 2 cores the C2 compiler's threads take CPU the work needs before its code pays
+# back. A longer-lived JVM (a suite's, a 10 M-record history) keeps both compilers:
+# warm, C1's code verified a 1 M-record run 40-70 % slower (benchmarks/RESULTS.md).
+QUICK_JIT_MAX_ROWS = 3_000_000
 
 
 def spark_session(master: str | None = None, *, app_name: str = "harness-verify",
                   driver_memory: str = DEFAULT_DRIVER_MEMORY,
                   shuffle_partitions: int = DEFAULT_SHUFFLE_PARTITIONS,
-                  extra_conf: dict[str, str] | None = None, dump_classes_to=None):
+                  extra_conf: dict[str, str] | None = None, dump_classes_to=None,
+                  history_rows: int | None = None):
     """Return the active session if one exists (tests share one), else start one.
     The driver JVM runs on spark_reports.driver_jdk's JDK and maps its classes from
     spark_reports.class_cache's archive when there is one; with dump_classes_to it
-    writes such an archive there on exit."""
+    writes such an archive there on exit. history_rows: the session verifies one
+    history of that many rows and stops (QUICK_JIT_MAX_ROWS)."""
     from pyspark.sql import SparkSession
 
     from spark_reports import class_cache, driver_jdk
@@ -61,8 +69,9 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
         # invocations, so the JIT compiles fewer lukewarm ones (Spark's planning and
         # each query's generated code): JIT time 45-47 s against 66 s at 10 M
         # records, process CPU 149-159 s against 169-183 s (benchmarks/RESULTS.md).
-        java_options = (f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods "
-                        f"-XX:CompileThresholdScaling=3 {cds}")
+        quick = history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS
+        jit = "-XX:TieredStopAtLevel=1" if quick else "-XX:CompileThresholdScaling=3"
+        java_options = f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {jit} {cds}"
         # Shuffle files stay on this machine, so compressing them only costs CPU:
         # 8 of 38 CPU-s in the map stage of the 10 M-record records view.
         b = b.config("spark.shuffle.compress", "false").config("spark.shuffle.spill.compress", "false")

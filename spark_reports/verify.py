@@ -164,7 +164,8 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
         from spark_reports.session import spark_session
         if spark is None:
-            spark, owns_session = spark_session(spark_master)
+            spark, owns_session = spark_session(
+                spark_master, history_rows=scanned.counts["sent"] + scanned.counts["consumed"])
             spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(loc, history)))
         verdict, samples = _reconcile(spark, loc, history, scanned, summary, exps, facts,
                                       fact_sources, threshold)
