@@ -30,11 +30,11 @@ from spark_reports.reconcile import (
     LOST,
     MISSED,
     OFFSET,
+    POLL_KEY,
     PRODUCED_COLS,
     RECOVERED,
     UNEXPECTED,
     Views,
-    count_if,
     small,
 )
 
@@ -60,7 +60,6 @@ COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 
 POS_COLS = ("pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
-POLL_KEY = ("consumer", "assignment", "topic", "partition")
 
 
 @dataclass
@@ -230,7 +229,8 @@ def poll_skip(x: Inputs) -> DataFrame:
 
     Reading: the offsets between lowest and highest not received are those a
     delivery jumped over (in poll_seq order, an offset above the highest received
-    before + 1: _poll_rows) and that no later delivery of the generation filled."""
+    before + 1: reconcile's poll view) and that no later delivery of the generation
+    filled."""
     jumped, n = x.once("jumped", _jumped)
     watched = x.once("watched", _watched)
     received = (watched.where(F.col("phase") == "run")
@@ -255,11 +255,11 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
     received from that partition earlier in that generation (earlier: lower
     poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
     are not judged (summary: poll_checks.left_out)."""
-    rows, seen = x.once("poll", _poll_rows)
-    return _unless_none(x, "nonmonotonic_poll", seen["went_back"], _with_ack(x, rows.where(
+    went_back = x.views.sizes["went_back"]
+    return _unless_none(x, "nonmonotonic_poll", went_back, _with_ack(x, x.views.poll.where(
         F.col("offset") <= F.col("earlier_max_offset")).select(
         "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
-        "record_id", "recv_ts_us"), "record_id", seen["went_back"]))
+        "record_id", "recv_ts_us"), "record_id", went_back))
 
 
 # -- shared inputs, each computed once --
@@ -316,30 +316,11 @@ def _overwrite_candidates(x: Inputs) -> tuple[DataFrame, int]:
     return df, int(seen["rows"])
 
 
-def _poll_rows(x: Inputs) -> tuple[DataFrame, dict]:
-    """The judged `run` deliveries that went back or jumped, with the highest offset
-    the consumer had received from that partition earlier in that generation
-    (earlier_max_offset); a delivery right after the previous highest says nothing
-    and is not kept. Sorted once, by (consumer, assignment, partition, poll_seq)."""
-    judged = x.consumed.where((F.col("phase") == "run") & F.col("poll_seq").isNotNull()
-                              & F.col("assignment").isNotNull())
-    earlier = (Window.partitionBy(*POLL_KEY).orderBy("poll_seq", "offset")
-               .rowsBetween(Window.unboundedPreceding, -1))
-    rows = judged.select("*", F.max("offset").over(earlier).alias("earlier_max_offset"))
-    went_back = F.col("offset") <= F.col("earlier_max_offset")
-    jumped = F.col("offset") > F.col("earlier_max_offset") + 1
-    return x.materialize("poll", rows.where(went_back | jumped),
-                         {"went_back": count_if(went_back), "jumped_offsets": F.coalesce(F.sum(
-                             F.when(jumped, F.col("offset") - F.col("earlier_max_offset") - 1)),
-                             F.lit(0))})
-
-
 def _jumped(x: Inputs) -> tuple[DataFrame, int]:
     """Every offset a judged delivery jumped over: (consumer, assignment, topic,
     partition, offset) with the jump's ends, and how many."""
-    rows, seen = x.once("poll", _poll_rows)
-    n = int(seen["jumped_offsets"])
-    gaps = rows.where(F.col("offset") > F.col("earlier_max_offset") + 1).select(
+    n = int(x.views.sizes["jumped_offsets"])
+    gaps = x.views.poll.where(F.col("offset") > F.col("earlier_max_offset") + 1).select(
         *POLL_KEY, "group_id", "isolation", F.col("earlier_max_offset").alias("jumped_from"),
         F.col("offset").alias("jumped_to"))
     offsets = gaps.select("*", F.explode(F.sequence(F.col("jumped_from") + 1,

@@ -1,6 +1,6 @@
 """The views every anomaly rule reads: the spec's counting rules, in Spark.
 
-One flow for every history. Three intermediate views carry the rules; each is
+One flow for every history. Four intermediate views carry the rules; each is
 computed once and written as Parquet under report/_views/ (removed at the
 end), then read back: measured at 10 M records, writing the per-record view
 took 23 s where persisting it in Spark's cache (MEMORY_AND_DISK) took 99 s.
@@ -11,6 +11,8 @@ took 23 s where persisting it in Spark's cache (MEMORY_AND_DISK) took 99 s.
              record_ids were seen there (as hashes), whether the drain saw it.
 - `groups`   one row per (group, topic, partition, offset) delivered in `run`
              or drained below the group's highest accepted commit.
+- `poll`     the judged `run` deliveries (poll_seq and assignment known) that went
+             back or jumped, with the highest offset received before them.
 
 Each anomaly kind is one function of spark_reports/anomalies.py, named after
 its row in the spec. The big aggregations use fixed-width buffers (longs,
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -43,6 +45,7 @@ from spark_reports.storage import RunLocation
 PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "offset",
                  "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome")
 OFFSET = ("topic", "partition", "offset")
+POLL_KEY = ("consumer", "assignment", "topic", "partition")
 
 
 @dataclass
@@ -50,10 +53,12 @@ class Views:
     records: DataFrame
     offsets: DataFrame
     groups: DataFrame
+    poll: DataFrame
     # Row counts observed while the views were written (no extra job): records
     # consumed at two positions, acked records not found at their own offset,
     # divergent offsets, drained offsets a group committed past without receiving
-    # them; plus the run's first send and last send-or-ack.
+    # them, deliveries that went back, offsets jumped over; plus the run's first
+    # send and last send-or-ack.
     sizes: dict
 
 
@@ -156,10 +161,31 @@ SIDE_COUNTS = ("aborted_seen_uncommitted", "acked_truncated")
 
 
 def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
-                materialize) -> Views:
-    """materialize(name, df, observe) -> (df, observed): writes a view, reads it back."""
+                materialize, beside=lambda fn: fn) -> Views:
+    """materialize(name, df, observe) -> (df, observed): writes a view, reads it back.
+    beside(fn) -> a callable returning fn()'s value: runs fn, possibly in a thread of
+    its own; the offsets and groups views do not read the records view, so they can be
+    built while it is (a fresh JVM leaves a core idle at times: planning and
+    generating code run on one thread)."""
+    offset_views = beside(lambda: _offset_views(consumed, commits, materialize))
+    records, sizes = _records_view(produced, consumed, materialize)
+    poll, polled = materialize("poll", *_poll(consumed))
+    (offsets, seen), (groups, missed) = offset_views()
+    return Views(records, offsets, groups, poll, {**sizes, **polled, **seen, **missed})
+
+
+def _offset_views(consumed: DataFrame, commits: DataFrame, materialize) -> tuple:
+    offsets, seen = materialize("offsets", _offsets(consumed),
+                                {"divergent_offsets": count_if(DIVERGENT())})
+    groups, missed = materialize("groups", _groups(consumed, commits, offsets),
+                                 {"missed": count_if(MISSED()),
+                                  "redelivered": count_if(F.col("deliveries") > 1)})
+    return (offsets, seen), (groups, missed)
+
+
+def _records_view(produced: DataFrame, consumed: DataFrame, materialize) -> tuple:
     p = produced.select(*PRODUCED_COLS, F.col("txn_id").isNotNull().alias("in_txn"))
-    records, sizes = materialize(
+    return materialize(
         "records", p.join(_per_record(_positions(consumed)), "record_id", "full_outer"),
         {"duplicate_ids": count_if(F.col("n_positions") >= 2),
          "moved_acked": count_if(ACKED_AT() & ~AT_OWN_OFFSET()),
@@ -176,12 +202,6 @@ def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
                                      & ~F.col("pos_from_drain")),
          "run_start_us": F.min("send_ts_us"),
          "run_end_us": F.max(F.greatest("send_ts_us", "ack_ts_us"))})
-    offsets, seen = materialize("offsets", _offsets(consumed),
-                                {"divergent_offsets": count_if(DIVERGENT())})
-    groups, missed = materialize("groups", _groups(consumed, commits, offsets),
-                                 {"missed": count_if(MISSED()),
-                                  "redelivered": count_if(F.col("deliveries") > 1)})
-    return Views(records, offsets, groups, {**sizes, **seen, **missed})
 
 
 # Conditions shared by the views' observed sizes and the anomaly rules (functions:
@@ -262,6 +282,25 @@ def _groups(consumed: DataFrame, commits: DataFrame, offsets: DataFrame) -> Data
     return (delivered.unionByName(below).repartition(*OFFSET).groupBy("group_id", *OFFSET)
             .agg(F.sum("n").alias("deliveries"), F.min("recv_ts_us").alias("first_recv_us"),
                  F.max("committed_offset").alias("committed_offset")))
+
+
+def _poll(consumed: DataFrame) -> tuple[DataFrame, dict]:
+    """The judged `run` deliveries that went back or jumped, with the highest offset
+    the consumer had received from that partition earlier in that generation
+    (earlier_max_offset); a delivery right after the previous highest says nothing
+    and is not kept. Sorted once, by (consumer, assignment, partition, poll_seq).
+    With what to observe: deliveries that went back, offsets jumped over."""
+    judged = consumed.where((F.col("phase") == "run") & F.col("poll_seq").isNotNull()
+                            & F.col("assignment").isNotNull())
+    earlier = (Window.partitionBy(*POLL_KEY).orderBy("poll_seq", "offset")
+               .rowsBetween(Window.unboundedPreceding, -1))
+    rows = judged.select("*", F.max("offset").over(earlier).alias("earlier_max_offset"))
+    went_back = F.col("offset") <= F.col("earlier_max_offset")
+    jumped = F.col("offset") > F.col("earlier_max_offset") + 1
+    return rows.where(went_back | jumped), {
+        "went_back": count_if(went_back),
+        "jumped_offsets": F.coalesce(F.sum(F.when(
+            jumped, F.col("offset") - F.col("earlier_max_offset") - 1)), F.lit(0))}
 
 
 def highest_commits(commits: DataFrame) -> DataFrame:

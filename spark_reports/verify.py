@@ -6,15 +6,17 @@ run (harness/run_steps_late.py). The flow, the same for every history:
 1. read the run's configuration (scenario.yaml, manifest.json);
 2. validate the history with pyarrow before Spark starts (files, columns, types,
    enumerated values; spark_reports/validate.py), which also yields the counts;
-3. build the views (spark_reports/reconcile.py), while a small job checks that
-   no record_id is produced twice (a malformed history);
+3. build the views (spark_reports/reconcile.py), the offset views in a thread of
+   their own, while a small job checks that no record_id is produced twice (a
+   malformed history);
 4. the metrics (spark_reports/metrics.py) in a thread of their own, beside
 5. every anomaly kind, one function each (spark_reports/anomalies.py), its rows
    written with their explanation (spark_reports/anomaly_output.py);
 6. the verdict against the expectations, then summary.json, junit.xml and
    index.html.
 
-summary["step_seconds"] times each step; the metrics' (`metrics.*`) overlap
+summary["step_seconds"] times each step; `view.offsets` and `view.groups` overlap
+`view.records` (step 3 builds them beside it), the metrics' (`metrics.*`) overlap
 the anomalies', and `metrics_wait` is how long the anomalies then waited.
 
 The verdict is "unknown" (exit 2) when the history is malformed or has no
@@ -208,7 +210,9 @@ def _threshold_from(cfg: RunConfig) -> float:
 
 
 class _Steps:
-    """Seconds per step, kept in summary["step_seconds"] (for benchmarks and slow runs)."""
+    """Seconds per step, kept in summary["step_seconds"] (for benchmarks and slow runs):
+    each the time since the step before, or (`took`, for steps that run beside others)
+    its own."""
 
     def __init__(self, into: dict):
         self.into, self.t = into, time.monotonic()
@@ -217,6 +221,13 @@ class _Steps:
         now = time.monotonic()
         self.into[name] = round(now - self.t, 3)
         self.t = now
+
+    def took(self, name: str, seconds: float) -> None:
+        self.into[name] = round(seconds, 3)
+        self.t = time.monotonic()
+
+    def restart(self) -> None:
+        self.t = time.monotonic()
 
 
 def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
@@ -242,14 +253,21 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     scratch = Scratch(spark, loc)
 
     def materialize(name, df, observe=None):
+        t = time.monotonic()
         out = scratch.materialize(name, df, observe)
-        step(f"view.{name}")
+        step.took(f"view.{name}", time.monotonic() - t)
         return out
 
     background = [identity]
+
+    def beside(fn):
+        background.append(_Background(spark, "harness-views", fn))
+        return background[-1].result
+
     try:
         views = build_views(frames["produced"], frames["consumed"], frames["commits"],
-                            materialize)
+                            materialize, beside)
+        step.restart()
         _refuse_repeated(identity.result(), loc)
         tl = parse_events(event_rows, views.sizes["run_end_us"])
         # The metrics read only the views: they run beside the anomaly rules' many
