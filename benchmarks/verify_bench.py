@@ -14,6 +14,7 @@ Markdown table and writes JSON next to this file (benchmarks/results/).
     .venv/bin/python benchmarks/verify_bench.py --records 10000000 --rounds 3
     .venv/bin/python benchmarks/verify_bench.py --records 10000000 --rounds 3 \
         --baseline /tmp/old     # also time another checkout (git worktree add /tmp/old REV)
+    .venv/bin/python benchmarks/verify_bench.py --run-dir runs/RUN --rounds 3 --baseline /tmp/old
 
 With --baseline DIR the rounds also run `harness verify` from that checkout (its
 code on PYTHONPATH, this checkout's .venv), in the same rotation, and report its
@@ -104,8 +105,8 @@ def run_measured(cmd: list[str], env: dict | None = None, cwd: Path = ROOT) -> d
             "peak_rss_mib": round(peak[0] / 2**20), "stdout": out, "stderr": err[-3000:]}
 
 
-def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1,
-          baseline: Path | None = None) -> dict:
+def synthetic(records: int, data: Path, regenerate: bool) -> tuple[Path, dict]:
+    """The synthetic history of that many records (written once) and its injected truth."""
     run_dir = data / f"synthetic-{records}"
     each = max(3, records // 10_000)
     spec = SyntheticSpec(records=records, producers=8, partitions=12, rate_per_s=20_000,
@@ -116,21 +117,26 @@ def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1,
         truth = generate(run_dir, spec)
         truth["generate_seconds"] = round(time.monotonic() - t, 1)
         truth_file.write_text(json.dumps(truth))
-    truth = json.loads(truth_file.read_text())
+    return run_dir, json.loads(truth_file.read_text())
 
+
+def bench(run_dir: Path, truth: dict | None, n_rounds: int = 1,
+          baseline: Path | None = None) -> dict:
+    """Time `harness verify RUN_DIR` (this checkout, DuckDB, the baseline) n_rounds times.
+    truth: the injected anomalies (None for a stored real run: no such truth)."""
     rounds = []
     for i in range(n_rounds):
         # alternate which side runs first, so drift in the machine's speed is shared
         sides = ["spark", "duckdb"] + (["baseline"] if baseline else [])
         sides = sides if i % 2 == 0 else sides[::-1]
         got = {side: _run_side(side, run_dir, baseline) for side in sides}
-        rounds.append(_round(records, truth, run_dir, got["spark"], got["duckdb"]))
+        rounds.append(_round(truth, run_dir, got["spark"], got["duckdb"]))
         if baseline:
             b = got["baseline"]
             rounds[-1]["baseline"] = {
                 "seconds": b["seconds"], "cpu_seconds": b["cpu_seconds"],
                 "peak_rss_mib": b["peak_rss_mib"], "steal_seconds": b["steal_seconds"],
-                "matches_injected": b["summary"]["anomalies"] == truth["anomalies"],
+                "matches_injected": _matches(b["summary"], truth),
                 "ratio": round(b["seconds"] / got["duckdb"]["seconds"], 2)}
     if n_rounds == 1:
         out = rounds[0]
@@ -149,7 +155,8 @@ def bench(records: int, data: Path, regenerate: bool, n_rounds: int = 1,
             r["baseline"]["seconds"] for r in rounds), 2)
         out["baseline_ratio"] = round(statistics.median(r["baseline"]["ratio"] for r in rounds), 2)
     out["identical_counts"] = all(r["identical_counts"] for r in rounds)
-    out["matches_injected"] = all(r["matches_injected"] for r in rounds)
+    out["matches_injected"] = (None if truth is None else
+                               all(r["matches_injected"] for r in rounds))
     out["rounds"] = [{k: v for k, v in r.items() if k not in ("spark_counts", "duckdb_counts")}
                      for r in rounds]
     return out
@@ -173,14 +180,18 @@ def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
     return got
 
 
-def _round(records: int, truth: dict, run_dir: Path, spark: dict, duck: dict) -> dict:
+def _matches(summary: dict, truth: dict | None) -> bool | None:
+    return None if truth is None else summary["anomalies"] == truth["anomalies"]
+
+
+def _round(truth: dict | None, run_dir: Path, spark: dict, duck: dict) -> dict:
     summary = spark["summary"]
     ref = json.loads(duck["stdout"])
     spark_counts = {**{k: summary["counts"][k] for k in ref["counts"]}, **summary["anomalies"]}
     duck_counts = {**ref["counts"], **ref["anomalies"]}
     return {
-        "records": records, "consumed_rows": truth["counts"]["consumed"],
-        "produced_rows": truth["counts"]["sent"],
+        "run_dir": str(run_dir), "records": summary["counts"]["sent"],
+        "consumed_rows": summary["counts"]["consumed"], "produced_rows": summary["counts"]["sent"],
         "spark_seconds": spark["seconds"], "spark_peak_rss_mib": spark["peak_rss_mib"],
         "spark_verify_seconds_inside": summary["verify_seconds"],
         "spark_steps": summary.get("step_seconds"),
@@ -192,9 +203,9 @@ def _round(records: int, truth: dict, run_dir: Path, spark: dict, duck: dict) ->
         "ratio": round(spark["seconds"] / duck["seconds"], 2),
         "cpu_ratio": round(spark["cpu_seconds"] / max(duck["cpu_seconds"], 0.1), 2),
         "identical_counts": spark_counts == duck_counts,
-        "matches_injected": summary["anomalies"] == truth["anomalies"],
+        "matches_injected": _matches(summary, truth),
         "spark_counts": spark_counts, "duckdb_counts": duck_counts,
-        "generate_seconds": truth.get("generate_seconds"),
+        "generate_seconds": (truth or {}).get("generate_seconds"),
     }
 
 
@@ -209,11 +220,15 @@ def main() -> int:
     ap.add_argument("--baseline", type=Path, default=None,
                     help="another checkout to time in the same rounds (e.g. a git worktree of "
                          "the previous commit)")
+    ap.add_argument("--run-dir", type=Path, action="append", default=[],
+                    help="a stored run to verify instead of the synthetic histories (no "
+                         "injected truth: = injected is blank); repeatable")
     a = ap.parse_args()
     rows = []
-    for n in a.records:
-        r = bench(n, a.data.resolve(), a.regenerate, a.rounds,
-                  a.baseline.resolve() if a.baseline else None)
+    histories = ([(d.resolve(), None) for d in a.run_dir] if a.run_dir else
+                 [synthetic(n, a.data.resolve(), a.regenerate) for n in a.records])
+    for run_dir, truth in histories:
+        r = bench(run_dir, truth, a.rounds, a.baseline.resolve() if a.baseline else None)
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items()
                           if not k.endswith("_counts") and k != "rounds"}), flush=True)
