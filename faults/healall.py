@@ -47,13 +47,14 @@ def sweep_node(node: Node, log_dir: str, host_mount: str | None = None) -> list[
     """Undo every kind of fault on one node, without knowing which were injected."""
     done = []
     unfreeze(node)                                       # docker unpause + SIGCONT
+    if host_mount is not None:
+        # A full disk first: a broker whose only log dir failed shuts itself down within
+        # seconds, so it may be stopping while this sweep runs. The log dir is a host
+        # tmpfs that outlives the container: free it there.
+        pathlib.Path(host_mount, pathlib.PurePath(filler_path(log_dir)).name).unlink(
+            missing_ok=True)
     if not node.is_running():
-        # Killed by a fault, or a broker that shut itself down when its only log dir
-        # failed (a full disk). Its log dir is a host tmpfs that outlives the
-        # container, so free it there first, then start the node.
-        if host_mount is not None:
-            pathlib.Path(host_mount, pathlib.PurePath(filler_path(log_dir)).name).unlink(
-                missing_ok=True)
+        # Killed by a fault, or a broker that shut itself down (a full disk).
         node.start()
         done.append(f"{node.name} (started)")
     sh(node, flush_script(), check=False)
@@ -75,13 +76,17 @@ def sweep(ctx: FaultContext) -> list[str]:
         log.warning("cannot list nodes to sweep: %s", e)
         nodes = []
     for node in nodes:
-        try:
-            mount = host_mount_of(ctx, node)
-            if mount is not None and mount_is_readonly(mount):
-                remount(mount, "rw")
-            swept += sweep_node(node, ctx.log_dir, mount)
-        except Exception as e:  # noqa: BLE001 - sweep every node we can
-            log.warning("sweep of %s failed: %s", node.name, e)
+        # Twice at most: a broker can stop on its own between the sweep's steps (its
+        # full log dir failed), and the second sweep then starts it.
+        for last in (False, True):
+            try:
+                mount = host_mount_of(ctx, node)
+                if mount is not None and mount_is_readonly(mount):
+                    remount(mount, "rw")
+                swept += sweep_node(node, ctx.log_dir, mount)
+                break
+            except Exception as e:  # noqa: BLE001 - sweep every node we can
+                (log.warning if last else log.info)("sweep of %s failed: %s", node.name, e)
     if ctx.toxiproxy is not None:
         try:
             ctx.toxiproxy.reset()

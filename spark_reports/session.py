@@ -62,18 +62,7 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     java_options = cds
     if local:
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-        # Throughput GC for a batch job: measured 10-15 % faster than G1 on 20 M-row
-        # shuffles and aggregations on this 2-core machine.
-        # -DontCompileHugeMethods: the JIT compiles generated methods beyond 8000 bytes
-        # too; else they run interpreted (a metrics scan with one expression per fault
-        # took 140 s at 10 M records, 21 s with this flag).
-        # CompileThresholdScaling=3: methods are compiled after 3x the default
-        # invocations, so the JIT compiles fewer lukewarm ones (Spark's planning and
-        # each query's generated code): JIT time 45-47 s against 66 s at 10 M
-        # records, process CPU 149-159 s against 169-183 s (benchmarks/RESULTS.md).
-        quick = history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS
-        jit = "-XX:TieredStopAtLevel=1" if quick else "-XX:CompileThresholdScaling=3"
-        java_options = f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {jit} {cds}"
+        java_options = _local_java_options(history_rows, cds)
         # Shuffle files stay on this machine, so compressing them only costs CPU:
         # 8 of 38 CPU-s in the map stage of the 10 M-record records view.
         b = b.config("spark.shuffle.compress", "false").config("spark.shuffle.spill.compress", "false")
@@ -84,3 +73,20 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
+
+
+def _local_java_options(history_rows: int | None, cds: str) -> str:
+    """The driver JVM's options for a local session: GC, JIT, class archive."""
+    # Throughput GC for a batch job: measured 10-15 % faster than G1 on 20 M-row
+    # shuffles and aggregations on this 2-core machine.
+    # -DontCompileHugeMethods: the JIT compiles generated methods beyond 8000 bytes
+    # too; else they run interpreted (a metrics scan with one expression per fault
+    # took 140 s at 10 M records, 21 s with this flag).
+    # CompileThresholdScaling=3: methods are compiled after 3x the default
+    # invocations, so the JIT compiles fewer lukewarm ones (Spark's planning and
+    # each query's generated code): JIT time 45-47 s against 66 s at 10 M
+    # records, process CPU 149-159 s against 169-183 s (benchmarks/RESULTS.md).
+    # Up to QUICK_JIT_MAX_ROWS, C1 only instead (see there).
+    quick = history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS
+    jit = "-XX:TieredStopAtLevel=1" if quick else "-XX:CompileThresholdScaling=3"
+    return f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {jit} {cds}"

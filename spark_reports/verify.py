@@ -284,7 +284,14 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
-    summary["counts"] = {**scanned.counts, **{k: views.sizes[k] for k in SIDE_COUNTS}}
+    _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
+    _summarize_metrics(summary, m, views.sizes, scanned, tl)
+    return _verdict(summary, exps, facts, fact_sources), {
+        "anomalies": result.samples, "columns": result.columns}
+
+
+def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> None:
+    summary["counts"] = {**scanned.counts, **side_counts}
     summary["anomalies"] = result.counts
     summary["anomalies_by_fault"] = result.by_fault
     summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}
@@ -293,9 +300,6 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         summary["notes"].append(
             f"{scanned.counts['consumed_run_unordered']} run deliveries have no poll_seq or "
             "assignment: poll_skip and nonmonotonic_poll did not judge them")
-    _summarize_metrics(summary, m, views.sizes, scanned, tl)
-    return _verdict(summary, exps, facts, fact_sources), {
-        "anomalies": result.samples, "columns": result.columns}
 
 
 def _refuse_repeated(repeated: int, loc) -> None:
