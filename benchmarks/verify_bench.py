@@ -190,7 +190,7 @@ def _round(truth: dict | None, run_dir: Path, spark: dict, duck: dict) -> dict:
     spark_counts = {**{k: summary["counts"][k] for k in ref["counts"]}, **summary["anomalies"]}
     duck_counts = {**ref["counts"], **ref["anomalies"]}
     return {
-        "run_dir": str(run_dir), "records": summary["counts"]["sent"],
+        "run_dir": str(run_dir),
         "consumed_rows": summary["counts"]["consumed"], "produced_rows": summary["counts"]["sent"],
         "spark_seconds": spark["seconds"], "spark_peak_rss_mib": spark["peak_rss_mib"],
         "spark_verify_seconds_inside": summary["verify_seconds"],

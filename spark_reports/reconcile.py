@@ -161,12 +161,12 @@ SIDE_COUNTS = ("aborted_seen_uncommitted", "acked_truncated")
 
 
 def build_views(produced: DataFrame, consumed: DataFrame, commits: DataFrame,
-                materialize, beside=lambda fn: fn) -> Views:
+                materialize, beside) -> Views:
     """materialize(name, df, observe) -> (df, observed): writes a view, reads it back.
-    beside(fn) -> a callable returning fn()'s value: runs fn, possibly in a thread of
-    its own; the offsets and groups views do not read the records view, so they can be
-    built while it is (a fresh JVM leaves a core idle at times: planning and
-    generating code run on one thread)."""
+    beside(fn) -> a callable returning fn()'s value: runs fn in a thread of its own.
+    The offsets and groups views do not read the records view, so they are built
+    while it is (a fresh JVM leaves a core idle at times: planning and generating
+    code run on one thread)."""
     offset_views = beside(lambda: _offset_views(consumed, commits, materialize))
     records, sizes = _records_view(produced, consumed, materialize)
     poll, polled = materialize("poll", *_poll(consumed))
