@@ -126,8 +126,7 @@ class Progress:
             "failed": f"{r.totals['failed']} ({ps.get('failed', 0):.0f}/s)",
             "indeterminate": f"{r.totals['indeterminate']} ({ps.get('indeterminate', 0):.0f}/s)",
             "consumed": f"{r.totals['consumed']} ({ps.get('consumed', 0):.0f}/s)",
-            "fault": ", ".join(f"{f.name} on {','.join(n.name for n in f.targets) or '?'}"
-                               for f in active) or "none",
+            "fault": ", ".join(f"{f.name} on {_where(f)}" for f in active) or "none",
             f"leader {topic}-{partition}": str(leader if leader is not None else "-"),
         }
 
@@ -149,3 +148,9 @@ def make_progress(state, mode: str) -> Progress | None:
         return None
     plain = mode == "plain" or not sys.stdout.isatty()
     return Progress(state, plain)
+
+
+def _where(fault) -> str:
+    """What an active fault acts on: its nodes, else (a link toxic) its proxies."""
+    names = [n.name for n in fault.targets] or list(fault.detail.get("proxies") or [])
+    return ",".join(names) or "?"

@@ -169,6 +169,15 @@ def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir:
     return rows
 
 
+def suite_tally(rows: list[dict]) -> str:
+    """The suite's closing count: how many of the variants that ran were as expected,
+    and how many were not started (--budget); a skipped variant is neither."""
+    ran = [r for r in rows if r["verdict"] != "skipped"]
+    text = f"{sum(r['verdict'] == 'passed' for r in ran)} of {len(ran)} run as expected"
+    skipped = len(rows) - len(ran)
+    return text + (f", {skipped} skipped" if skipped else "")
+
+
 def _faults_of(s: Scenario) -> str:
     names = [e.fault for e in s.faults.timeline]
     if s.faults.nemesis is not None:

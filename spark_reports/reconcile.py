@@ -9,8 +9,9 @@ took 23 s where persisting it in Spark's cache (MEMORY_AND_DISK) took 99 s.
              the record's *position* and how it was consumed.
 - `offsets`  one row per consumed (topic, partition, offset): which
              record_ids were seen there (as hashes), whether the drain saw it.
-- `groups`   one row per (group, topic, partition, offset) delivered in `run`
-             or drained below the group's highest accepted commit.
+- `groups`   one row per (group, topic, partition, offset) delivered in `run`,
+             and one per offset drained below the group's highest accepted
+             commit that the group was not delivered (deliveries 0).
 - `poll`     the judged `run` deliveries (poll_seq and assignment known) that went
              back or jumped, with the highest offset received before them.
 
@@ -252,31 +253,49 @@ def _h(salt: str | None) -> F.Column:
     return F.when(F.col("record_id").isNotNull(), F.xxhash64(*args))
 
 
+def _group_h(group_id) -> F.Column:
+    return F.xxhash64(F.lit("group"), group_id)
+
+
 def _offsets(consumed: DataFrame) -> DataFrame:
     """Per consumed offset: the record_ids seen there (min/max of two independent 64-bit
     hashes, fixed-width, so a hash aggregation), whether any payload there was
-    foreign, and whether the drain saw it."""
+    foreign, whether the drain saw it, and the lowest and highest hash of the groups
+    it was delivered to in `run` (_groups)."""
+    run_group = (F.col("phase") == "run") & F.col("group_id").isNotNull()
     return (consumed.select(*OFFSET, _h(None).alias("h1"), _h("harness").alias("h2"),
                             F.col("record_id").isNull().cast("int").alias("foreign"),
-                            (F.col("phase") == "drain").cast("int").alias("drain"))
+                            (F.col("phase") == "drain").cast("int").alias("drain"),
+                            F.when(run_group, _group_h(F.col("group_id"))).alias("gh"))
             .repartition(*OFFSET).groupBy(*OFFSET).agg(
                 F.min("h1").alias("h1_min"), F.max("h1").alias("h1_max"),
                 F.min("h2").alias("h2_min"), F.max("h2").alias("h2_max"),
-                F.max("foreign").alias("has_foreign"), F.max("drain").alias("drain_seen")))
+                F.max("foreign").alias("has_foreign"), F.max("drain").alias("drain_seen"),
+                F.min("gh").alias("run_group_h_min"), F.max("gh").alias("run_group_h_max")))
 
 
 def _groups(consumed: DataFrame, commits: DataFrame, offsets: DataFrame) -> DataFrame:
     """Per (group, offset): deliveries in `run` and the first one's time (consumer
     lag), and for offsets the drain saw below the group's highest accepted commit,
     that commit. Both in one aggregation, so the "drained but never received" rows
-    need no anti-join of two big tables."""
-    high = highest_commits(commits)
+    need no anti-join of two big tables.
+
+    A drained offset below a group's commit joins that aggregation only when the
+    offsets view cannot already tell that the group received it: its hash is
+    neither the lowest nor the highest of the groups the offset was delivered to
+    (so with one or two groups, a passing run adds no row; a false "received"
+    needs two group names' 64-bit hashes to collide)."""
+    high = highest_commits(commits).withColumn("gh", _group_h(F.col("group_id")))
     delivered = (consumed.where((F.col("phase") == "run") & F.col("group_id").isNotNull())
                  .select("group_id", *OFFSET, F.lit(1).alias("n"), "recv_ts_us",
                          F.lit(None).cast("long").alias("committed_offset")))
-    below = (offsets.where(F.col("drain_seen") == 1).select(*OFFSET)
+    received = ((F.col("gh") == F.col("run_group_h_min"))
+                | (F.col("gh") == F.col("run_group_h_max")))
+    below = (offsets.where(F.col("drain_seen") == 1)
+             .select(*OFFSET, "run_group_h_min", "run_group_h_max")
              .join(F.broadcast(high), ["topic", "partition"])
-             .where(F.col("offset") < F.col("committed_offset"))
+             .where((F.col("offset") < F.col("committed_offset"))
+                    & ~F.coalesce(received, F.lit(False)))
              .select("group_id", *OFFSET, F.lit(0).alias("n"),
                      F.lit(None).cast("long").alias("recv_ts_us"), "committed_offset"))
     return (delivered.unionByName(below).repartition(*OFFSET).groupBy("group_id", *OFFSET)

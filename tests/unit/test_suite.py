@@ -9,7 +9,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from harness.errors import SpecError
-from harness.suite import expand, load_suite, parse_budget
+from harness.suite import expand, load_suite, parse_budget, suite_tally
 from harness.suite_report import stability, write_outputs
 
 
@@ -119,3 +119,10 @@ def test_a_rows_observed_has_the_controller_failover_faults_json_measured(tmp_pa
         {"label": "kill", "detail": {}}]))
     assert _fault_timings(tmp_path) == {"controller_failover_s": 2.5}
     assert _fault_timings(tmp_path / "missing") == {}
+
+
+def test_the_closing_count_leaves_variants_the_budget_skipped_out():
+    rows = [{"verdict": "passed"}, {"verdict": "failed"}, {"verdict": "skipped"},
+            {"verdict": "skipped"}]
+    assert suite_tally(rows) == "1 of 2 run as expected, 2 skipped"
+    assert suite_tally(rows[:1]) == "1 of 1 run as expected"

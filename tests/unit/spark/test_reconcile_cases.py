@@ -234,6 +234,20 @@ def build(h: History) -> None:
         h.drain(t, 0, i, h.send(t, "ss-p", i, offset=i))
     h.commit(t, 0, 2, group="ss-g", consumer="c7")
 
+    # four groups commit past the drain's 0..2: offset 0 reached all four, 1 all but
+    # g2, 2 only g1 and g3. With more than two groups at an offset, the groups view
+    # must still find who was missed (reconcile._groups keeps the lowest and highest
+    # group hash per offset only).
+    t = case("skipped_many_groups", skipped=3)
+    r = [h.send(t, "mg-p", i, offset=i) for i in range(3)]
+    for i in range(3):
+        h.drain(t, 0, i, r[i])
+    for off, groups in ((0, (0, 1, 2, 3)), (1, (0, 1, 3)), (2, (1, 3))):
+        for g in groups:
+            h.consume(t, 0, off, r[off], group=f"mg-g{g}", consumer=f"mg-c{g}")
+    for g in range(4):
+        h.commit(t, 0, 3, group=f"mg-g{g}", consumer=f"mg-c{g}")
+
     build_poll_cases(h)
 
     # unavailability and recovery: partition 0 of "unavail" is acked at 0 s and 0.5 s;
