@@ -16,13 +16,25 @@ HARD = "SIGKILL"
 CLEAN = "SIGTERM"
 
 
+DOWN = ("exited", "dead", "created")
+
+
 def stop_node(node, signal: str, stop_timeout_s: float) -> None:
-    if signal == HARD:
-        node.kill("SIGKILL")
-    elif signal == CLEAN:
-        node.stop(timeout=stop_timeout_s)     # docker stop: SIGTERM, then SIGKILL at the timeout
-    else:
+    """Stop a node. One already down is left as it is: what the fault wants holds.
+    (A ZooKeeper-mode broker restarted before its old ZooKeeper session expired exits
+    at start with NodeExists; Docker then refuses to kill it, 409.)"""
+    if signal not in (HARD, CLEAN):
         raise FaultError(f"signal must be {HARD} or {CLEAN}, got {signal!r}")
+    if node.status() in DOWN:
+        return
+    try:
+        if signal == HARD:
+            node.kill("SIGKILL")
+        else:
+            node.stop(timeout=stop_timeout_s)  # docker stop: SIGTERM, then SIGKILL at the timeout
+    except Exception:
+        if node.status() not in DOWN:       # it exited by itself meanwhile: as above
+            raise
 
 
 def ensure_running(node) -> None:

@@ -118,16 +118,25 @@ class FaultTimeline:
             p.error = f"inject: {type(e).__name__}: {e}"
             log.warning("%s: %s", p.label, p.error)
         p.inject_done_s = round(self.elapsed(), 3)
-        if p.self_healing or p.hold_s is None or p.fault is None:
-            p.healed_s = p.inject_done_s if p.self_healing and p.error is None else None
+        if p.fault is None:
             return
-        if not self._wait_until(p.at_s + p.hold_s):
+        if p.self_healing:
+            if p.error is None:
+                p.healed_s = p.inject_done_s
+            else:       # it stopped half-way (a bounce with its node down): restore now,
+                self._heal(p)       # not at the run's end (its window would span the run)
+            return
+        if p.hold_s is None or not self._wait_until(p.at_s + p.hold_s):
             return                                     # heal-all heals it
+        self._heal(p)
+
+    def _heal(self, p: PlannedFault) -> None:
         try:
             p.fault.heal(self.ctx)
             p.healed_s = round(self.elapsed(), 3)
         except Exception as e:  # noqa: BLE001 - heal-all retries it
-            p.error = f"heal: {type(e).__name__}: {e}"
+            p.error = f"{p.error}; " if p.error else ""
+            p.error += f"heal: {type(e).__name__}: {e}"
             log.warning("%s: %s", p.label, p.error)
 
     def wait(self, timeout_s: float | None = None) -> bool:

@@ -291,3 +291,14 @@ def test_leftovers_reports_a_paused_or_stopped_container(ctx):
     heal_all(ctx, "test")
     assert not ctx.cluster.node(2).paused and ctx.cluster.node(3).is_running()
     assert leftovers(ctx) == []
+
+
+def test_bounce_leaves_a_node_that_went_down_by_itself_and_starts_it(ctx):
+    # a ZooKeeper-mode broker restarted before its old session expired exits at start
+    node = ctx.cluster.node(1)
+    node.start = (lambda orig: lambda: (orig(), setattr(node, "running", len(node.calls) > 2)))(
+        node.start)
+    f = Bounce(sel.node(1), HARD, times=2, interval_s=0)
+    f.inject(ctx)
+    assert node.calls == ["kill SIGKILL", "start", "start"], "no kill of a node already down"
+    assert node.is_running()

@@ -104,3 +104,19 @@ def test_every_kind_comes_once_before_any_comes_twice():
     kinds = [st.kind for st in build_schedule(3, spec).steps if st.action == INJECT]
     for start in range(0, len(kinds) - 7, 7):
         assert sorted(kinds[start:start + 7]) == sorted(spec.kinds), kinds[start:start + 7]
+
+
+def test_a_self_healing_fault_that_failed_half_way_is_healed_at_once(tmp_path):
+    from harness.fault_timeline import FaultTimeline, PlannedFault
+    calls = []
+    ctx = FaultContext(cluster=None, events=EventLog(tmp_path, "r1"))
+    ok = PlannedFault("ok", 0.0, None, lambda: Recording("ok", calls), self_healing=True)
+    failed = PlannedFault("failed", 0.0, None, lambda: Recording("failed", calls, fail_inject=True),
+                          self_healing=True)
+    timeline = FaultTimeline(ctx, [ok, failed]).start()
+    assert timeline.wait(10)
+    ctx.events.close()
+    assert ("heal", "failed") in calls and ("heal", "ok") not in calls
+    assert failed.healed_s is not None and failed.error.startswith("inject: RuntimeError")
+    assert ok.healed_s == ok.inject_done_s
+    assert failed.fault.fault_id not in ctx.active
