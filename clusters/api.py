@@ -41,6 +41,10 @@ class PartitionState:
     isr: tuple[int, ...]
 
 
+# Container states (DockerNode.status()) in which a node is down: nothing to stop.
+DOWN_STATES = ("exited", "dead", "removed", "created")
+
+
 @runtime_checkable
 class Node(Protocol):
     name: str                   # network alias and hostname, unique per cluster (not the

@@ -34,6 +34,7 @@ from clusters.api import (  # noqa: E402
     BROKER_ROLES,
     CONTROLLER,
     CONTROLLER_ROLES,
+    DOWN_STATES,
     TOXIPROXY,
     ZOOKEEPER,
     PartitionState,
@@ -143,7 +144,7 @@ class DockerCluster:
         """Shut the node's container down cleanly, remove it (its log is kept for
         collect_logs) and start a new one from `plan` on the same mount and alias."""
         index = self._nodes.index(node)
-        if node.status() not in ("exited", "dead", "removed", "created"):
+        if node.status() not in DOWN_STATES:
             node.stop(timeout=120)
         if node.status() != "removed":
             self._past_logs.append((node.name, node.logs()))
@@ -175,7 +176,7 @@ class DockerCluster:
         """Stop a node for good: it leaves nodes(), so health checks, selectors and
         heal-all no longer expect it; its stopped container stays until stop(), so
         its log is still collected."""
-        if node.status() not in ("exited", "dead", "removed", "created"):
+        if node.status() not in DOWN_STATES:
             node.stop(timeout=60)
         self._nodes.remove(node)
         self._retired.append(node)

@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import time
 
-from faults.base import BaseFault, FaultContext, FaultError, wait_until
+from clusters.api import DOWN_STATES
+from faults.base import BaseFault, FaultContext, FaultError, container_status, wait_until
 from faults.selectors import Selector
 
 HARD = "SIGKILL"
 CLEAN = "SIGTERM"
-
-
-DOWN = ("exited", "dead", "created")
 
 
 def stop_node(node, signal: str, stop_timeout_s: float) -> None:
@@ -25,7 +23,7 @@ def stop_node(node, signal: str, stop_timeout_s: float) -> None:
     at start with NodeExists; Docker then refuses to kill it, 409.)"""
     if signal not in (HARD, CLEAN):
         raise FaultError(f"signal must be {HARD} or {CLEAN}, got {signal!r}")
-    if node.status() in DOWN:
+    if container_status(node) in DOWN_STATES:
         return
     try:
         if signal == HARD:
@@ -33,7 +31,7 @@ def stop_node(node, signal: str, stop_timeout_s: float) -> None:
         else:
             node.stop(timeout=stop_timeout_s)  # docker stop: SIGTERM, then SIGKILL at the timeout
     except Exception:
-        if node.status() not in DOWN:       # it exited by itself meanwhile: as above
+        if container_status(node) not in DOWN_STATES:   # it exited by itself meanwhile
             raise
 
 
