@@ -85,6 +85,13 @@ class Cluster(Protocol):
 
 
 @runtime_checkable
+class BrokerReadiness(Protocol):
+    """A cluster that can tell whether a broker has finished starting."""
+
+    def broker_ready(self, node: Node) -> bool: ...
+
+
+@runtime_checkable
 class Replaceable(Protocol):
     """A cluster whose node containers can be re-created on another image
     keeping their data (rolling upgrades)."""

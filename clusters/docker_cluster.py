@@ -62,6 +62,9 @@ from harness.errors import HarnessError, SpecError  # noqa: E402
 
 log = logging.getLogger(__name__)
 
+# kafka.server BrokerState values: 0 NOT_RUNNING, 1 STARTING, 2 RECOVERY, 3 RUNNING …
+BROKER_STATE_RUNNING = 3
+
 
 class ClusterUnhealthy(HarnessError):
     pass
@@ -379,6 +382,13 @@ class DockerCluster:
 
     def metrics(self, node: DockerNode) -> dict[str, float]:
         return scrape(node.ip, METRICS_PORT)
+
+    def broker_ready(self, node: DockerNode) -> bool:
+        """The broker's own BrokerState is RUNNING: registered, serving clients.
+        False while it starts, and for a node that does not answer."""
+        state = scrape(node.ip, METRICS_PORT, timeout=1.0).get(
+            "kafka_server_kafkaserver_brokerstate")
+        return state == BROKER_STATE_RUNNING
 
     def wait_healthy(self, timeout: float = 60) -> None:
         """All brokers registered, a controller active, every partition led with full ISR."""

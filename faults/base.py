@@ -85,6 +85,9 @@ class BaseFault:
         self.healed = False
         # What heal saw (e.g. whether the broker survived a full disk); heal row only.
         self.heal_notes: dict[str, Any] = {}
+        # When the heal took effect, if not when it returned (a supervised start
+        # waits for the broker to run; the heal is the start that held).
+        self.healed_at_us: int | None = None
         # When set, inject() holds the fault this long and then heals it itself
         # (a pause held for N seconds, a kill restarted after N seconds).
         self.heal_after_s: float | None = None
@@ -124,9 +127,11 @@ class BaseFault:
         self.healed = True
         with ctx._lock:
             ctx.active.pop(self.fault_id, None)
-        detail = {**self.heal_notes, **self._event_detail(),
-                  "duration_s": round((now_us() - (self.injected_at_us or now_us())) / 1e6, 3)}
-        ctx.emit("heal", self.name, target_names(self.targets) or None, **detail)
+        healed_at_us = self.healed_at_us or now_us()
+        detail = {**self.heal_notes, **self._event_detail(), "duration_s": round(
+            (healed_at_us - (self.injected_at_us or healed_at_us)) / 1e6, 3)}
+        ctx.emit("heal", self.name, target_names(self.targets) or None, ts_us=healed_at_us,
+                 **detail)
 
     # -- for subclasses --------------------------------------------------
     def _inject(self, ctx: FaultContext) -> None:

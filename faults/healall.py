@@ -27,6 +27,7 @@ from faults.base import FaultContext, container_status, sh
 from faults.disk import filler_path, host_mount_of, mount_is_readonly, remount
 from faults.network import CHAIN, flush_script, rules_on
 from faults.pause import unfreeze
+from faults.process import start_supervised
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,9 @@ def _fault_nodes(ctx: FaultContext) -> list[Node]:
     return [n for n in ctx.cluster.nodes() if n.role != TOXIPROXY]
 
 
-def sweep_node(node: Node, log_dir: str, host_mount: str | None = None) -> list[str]:
+def sweep_node(node: Node, ctx: FaultContext, host_mount: str | None = None) -> list[str]:
     """Undo every kind of fault on one node, without knowing which were injected."""
+    log_dir = ctx.log_dir
     done = []
     unfreeze(node)                                       # docker unpause + SIGCONT
     if host_mount is not None:
@@ -55,8 +57,9 @@ def sweep_node(node: Node, log_dir: str, host_mount: str | None = None) -> list[
             missing_ok=True)
     if not node.is_running():
         # Killed by a fault, or a broker that shut itself down (a full disk).
-        node.start()
-        done.append(f"{node.name} (started)")
+        started = start_supervised(node, ctx.cluster, ctx.settle_timeout_s)
+        again = f", started again {started.restarts}x" if started.restarts else ""
+        done.append(f"{node.name} (started{again})")
     sh(node, flush_script(), check=False)
     if node.role in BROKER_ROLES:
         q = shlex.quote(log_dir)
@@ -83,7 +86,7 @@ def sweep(ctx: FaultContext) -> list[str]:
                 mount = host_mount_of(ctx, node)
                 if mount is not None and mount_is_readonly(mount):
                     remount(mount, "rw")
-                swept += sweep_node(node, ctx.log_dir, mount)
+                swept += sweep_node(node, ctx, mount)
                 break
             except Exception as e:  # noqa: BLE001 - sweep every node we can
                 (log.warning if last else log.info)("sweep of %s failed: %s", node.name, e)

@@ -31,7 +31,7 @@ from typing import Any
 from clusters.api import BROKER, CONTROLLER, ZOOKEEPER, Migratable, Node
 from clusters.migration import MIGRATION_DONE_LOG, MigrationPlan
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
-from faults.process import ensure_running
+from faults.process import ensure_running, note_heal_starts
 from faults.rolling import settle
 from harness.errors import SpecError
 from harness.history import now_us
@@ -218,5 +218,4 @@ class ZkMigration(BaseFault):
             wait_full_isr(cluster, self.isr_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        for node in ctx.cluster.nodes():
-            ensure_running(node)
+        note_heal_starts(self, [ensure_running(node, ctx) for node in ctx.cluster.nodes()])

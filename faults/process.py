@@ -4,14 +4,19 @@
 the two is the restart delay (the schedule, or `restart_after_s` when the
 fault should restart by itself). `Bounce` kills and restarts N times inside
 inject. Targets come from a selector: a partition leader, a follower, any broker.
+
+Brokers are started as a process supervisor would (`start_supervised`): one that
+exits while starting is started again, and the restarts are recorded.
 """
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 
-from clusters.api import DOWN_STATES
+from clusters.api import BROKER_ROLES, DOWN_STATES, BrokerReadiness, Cluster, Node
 from faults.base import BaseFault, FaultContext, FaultError, container_status, wait_until
 from faults.selectors import Selector
+from harness.history import now_us
 
 HARD = "SIGKILL"
 CLEAN = "SIGTERM"
@@ -35,9 +40,76 @@ def stop_node(node, signal: str, stop_timeout_s: float) -> None:
             raise
 
 
-def ensure_running(node) -> None:
-    if not node.is_running():
-        node.start()
+# Pause before starting again a broker that exited while starting (systemd's RestartSec).
+RESTART_DELAY_S = 2.0
+
+
+@dataclass
+class Started:
+    """How one supervised start went."""
+
+    node: str
+    at_us: int                  # when the start that held was made
+    restarts: int = 0           # starts after the first: the broker exited while starting
+    ready: bool | None = None   # reported RUNNING in time (None: not a broker, or cannot tell)
+
+
+def start_supervised(node: Node, cluster: Cluster, timeout_s: float) -> Started:
+    """Start a node and see a broker through its start-up, as systemd's
+    Restart=on-failure would: one that exits while starting is started again until
+    it reports RUNNING or `timeout_s` passes. Why: a ZooKeeper-mode broker started
+    before its old ZooKeeper session expired (18 s by default) exits at once
+    (NodeExists); deployments have a supervisor for that, and without one the broker
+    stayed down until some later fault happened to start it. A broker still starting
+    at `timeout_s` (e.g. cut off from the harness) is left running, `ready=False`."""
+    node.start()
+    started = Started(node.name, now_us())
+    if node.role not in BROKER_ROLES or not isinstance(cluster, BrokerReadiness):
+        return started
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if container_status(node) in DOWN_STATES:
+            time.sleep(RESTART_DELAY_S)
+            node.start()
+            started.at_us, started.restarts = now_us(), started.restarts + 1
+        elif cluster.broker_ready(node):
+            started.ready = True
+            return started
+        else:
+            time.sleep(0.5)
+    if container_status(node) in DOWN_STATES:
+        tail = "\n".join(node.logs().splitlines()[-15:])
+        raise FaultError(f"{node.name} exited at every start for {timeout_s:.0f} s "
+                         f"({started.restarts} restarts); its last lines:\n{tail}")
+    started.ready = False
+    return started
+
+
+def ensure_running(node: Node, ctx: FaultContext) -> Started | None:
+    """Start a node that is down (supervised); None when it was running."""
+    if node.is_running():
+        return None
+    return start_supervised(node, ctx.cluster, ctx.settle_timeout_s)
+
+
+def start_notes(starts: list[Started | None]) -> dict:
+    """What a heal or fault row says about its supervised starts: the brokers that
+    exited while starting and how often, and those not yet RUNNING when it gave up."""
+    done = [s for s in starts if s is not None]
+    notes: dict = {}
+    if restarts := {s.node: s.restarts for s in done if s.restarts}:
+        notes["restarts_at_start"] = restarts
+    if not_ready := [s.node for s in done if s.ready is False]:
+        notes["not_ready"] = not_ready
+    return notes
+
+
+def note_heal_starts(fault: BaseFault, starts: list[Started | None]) -> None:
+    """Put the supervised starts into the fault's heal row, timed at the last start
+    that held (not when the broker finished starting)."""
+    fault.heal_notes.update(start_notes(starts))
+    if times := [s.at_us for s in starts if s is not None]:
+        fault.healed_at_us = max(times)
 
 
 class Kill(BaseFault):
@@ -61,8 +133,7 @@ class Kill(BaseFault):
             stop_node(node, self.signal, self.stop_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        for node in self.targets:
-            ensure_running(node)
+        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
 
 
 class Bounce(BaseFault):
@@ -81,6 +152,7 @@ class Bounce(BaseFault):
     def _inject(self, ctx: FaultContext) -> None:
         self.detail = {"signal": self.signal, "times": self.times, "interval_s": self.interval_s,
                        "selector": getattr(self.selector, "__name__", "?"), "rounds": []}
+        starts: list[Started | None] = []
         for round_ in range(self.times):
             # reselect: "bounce the leader" follows leadership as it moves.
             nodes = list(self.selector(ctx)) if (self.reselect or not self.targets) else self.targets
@@ -89,13 +161,12 @@ class Bounce(BaseFault):
             for node in nodes:
                 stop_node(node, self.signal, self.stop_timeout_s)
             time.sleep(self.interval_s)
-            for node in nodes:
-                ensure_running(node)
+            starts += [ensure_running(node, ctx) for node in nodes]
+            self.detail.update(start_notes(starts))
             if round_ + 1 < self.times:
                 time.sleep(self.interval_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        for node in self.targets:
-            ensure_running(node)
+        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
         wait_until(lambda: all(n.is_running() for n in self.targets), 30,
                    what="bounced nodes running")

@@ -14,7 +14,15 @@ import time
 
 from clusters.api import BROKER_ROLES, COMBINED, CONTROLLER, ZOOKEEPER, Node, Replaceable
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
-from faults.process import CLEAN, HARD, ensure_running, stop_node
+from faults.process import (
+    CLEAN,
+    HARD,
+    ensure_running,
+    note_heal_starts,
+    start_notes,
+    start_supervised,
+    stop_node,
+)
 from faults.selectors import Selector, all_brokers
 
 
@@ -40,15 +48,16 @@ class RollingRestart(BaseFault):
         self.detail = {"signal": self.signal, "order": [n.name for n in self.targets],
                        "settle_s": {}}
         wait_full_isr(ctx.cluster, self.isr_timeout_s)
+        starts = []
         for node in self.targets:
             stop_node(node, self.signal, self.stop_timeout_s)
             time.sleep(self.down_s)
-            node.start()
+            starts.append(start_supervised(node, ctx.cluster, self.isr_timeout_s))
+            self.detail.update(start_notes(starts))
             self.detail["settle_s"][node.name] = settle(ctx, node, self.isr_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        for node in self.targets:
-            ensure_running(node)
+        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
 
 
 def upgrade_order(nodes: list[Node]) -> list[Node]:
@@ -111,5 +120,4 @@ class RollingUpgrade(BaseFault):
         self.targets = cluster.nodes()
 
     def _heal(self, ctx: FaultContext) -> None:
-        for node in ctx.cluster.nodes():
-            ensure_running(node)
+        note_heal_starts(self, [ensure_running(node, ctx) for node in ctx.cluster.nodes()])

@@ -302,3 +302,66 @@ def test_bounce_leaves_a_node_that_went_down_by_itself_and_starts_it(ctx):
     f.inject(ctx)
     assert node.calls == ["kill SIGKILL", "start", "start"], "no kill of a node already down"
     assert node.is_running()
+
+
+class ReadinessCluster(FakeCluster):
+    """A fake cluster that can tell a broker has finished starting (BrokerReadiness)."""
+
+    def broker_ready(self, node) -> bool:
+        return node.is_running()
+
+
+def exits_at_first_starts(node, times: int) -> None:
+    """The node's first `times` starts exit at once, as a ZooKeeper-mode broker does
+    when started before its old session expired (NodeExists)."""
+    left = [times]
+    orig = node.start
+
+    def start():
+        orig()
+        if left[0]:
+            left[0] -= 1
+            node.running = False
+    node.start = start
+
+
+@pytest.fixture
+def supervised_ctx(tmp_path, monkeypatch):
+    monkeypatch.setattr("faults.process.RESTART_DELAY_S", 0)
+    events = EventLog(tmp_path / "run", "r1")
+    yield FaultContext(cluster=ReadinessCluster(tmp_path / "c", brokers=3), events=events,
+                       settle_timeout_s=5)
+    events.close()
+
+
+def test_kill_heal_starts_again_a_broker_that_exits_while_starting(supervised_ctx):
+    ctx, node = supervised_ctx, supervised_ctx.cluster.node(1)
+    exits_at_first_starts(node, 2)
+    f = Kill(sel.node(1), HARD)
+    f.inject(ctx)
+    f.heal(ctx)
+    assert node.is_running() and node.calls == ["kill SIGKILL", "start", "start", "start"]
+    heal = event_rows(ctx)[-1]
+    assert heal["kind"] == "heal" and heal["detail"]["restarts_at_start"] == {"kafka-1": 2}
+    # the heal is timed at the start that held, not when the broker finished starting
+    assert heal["ts_us"] == f.healed_at_us
+
+
+def test_bounce_rounds_wait_for_a_broker_that_exits_while_starting(supervised_ctx):
+    ctx, node = supervised_ctx, supervised_ctx.cluster.node(2)
+    exits_at_first_starts(node, 1)
+    f = Bounce(sel.node(2), HARD, times=2, interval_s=0)
+    f.inject(ctx)
+    # round 1: kill, a start that exits, a start that holds; round 2: kill, start
+    assert node.calls == ["kill SIGKILL", "start", "start", "kill SIGKILL", "start"]
+    assert f.detail["restarts_at_start"] == {"kafka-2": 1}
+
+
+def test_a_broker_that_exits_at_every_start_fails_the_heal(supervised_ctx):
+    ctx, node = supervised_ctx, supervised_ctx.cluster.node(1)
+    exits_at_first_starts(node, 10**9)
+    f = Kill(sel.node(1), HARD)
+    f.inject(ctx)
+    with pytest.raises(FaultError, match="exited at every start"):
+        f.heal(ctx)
+    assert f.fault_id in ctx.active, "a failed heal leaves the fault for heal-all"

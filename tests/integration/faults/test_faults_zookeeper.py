@@ -2,9 +2,13 @@
 ZooKeeper): controller failover, session expiry, a frozen ZooKeeper."""
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 from fault_helpers import (
     FAST_ZK,
+    Run,
     assert_paired,
     fail_over_controller,
     isr_of,
@@ -18,6 +22,7 @@ from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults.controller import ControllerFailover
 from faults.pause import DOCKER, Pause
+from faults.process import HARD, Kill
 from faults.zookeeper import ZkSessionExpiry
 
 T = "zkfaults"
@@ -90,3 +95,26 @@ def test_frozen_zookeeper_keeps_the_write_path_and_recovers(run, cluster):
     # Produce still works against existing leaders (no ZooKeeper on the write path).
     assert produce(cluster, T, 3)[0] == 3
     f.heal(run.ctx)
+
+
+def test_a_broker_started_within_its_old_session_is_started_again(cluster_factory, tmp_path):
+    """A ZooKeeper-mode broker killed and started before its session expires exits at
+    once (NodeExists: its old registration is still there). The heal starts it again, as
+    a supervisor would, until it runs, and its row counts the restarts."""
+    spec = (ClusterSpec.zookeeper("3.9", brokers=1, zookeepers=1).with_name("zkrestart")
+            .with_heap(256).with_log_dir_size(32)
+            .with_config({"zookeeper.session.timeout.ms": "20000"}))
+    cluster = cluster_factory(spec)
+    run = Run(cluster, tmp_path / "run")
+    broker = cluster.brokers()[0]
+    f = Kill(sel.node(broker.node_id), HARD)
+    f.inject(run.ctx)
+    f.heal(run.ctx)
+    assert f.heal_notes["restarts_at_start"][broker.name] >= 1, f.heal_notes
+    assert "NodeExists" in broker.logs()
+    time.sleep(5)                      # a start that exits does so within seconds
+    assert broker.status() == "running" and cluster.broker_ready(broker)
+    heal = [r for r in run.event_rows() if r["kind"] == "heal"][-1]
+    assert json.loads(heal["detail"])["restarts_at_start"] == f.heal_notes["restarts_at_start"]
+    assert heal["ts_us"] == f.healed_at_us      # timed at the start that held
+    run.finish()
