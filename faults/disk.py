@@ -12,8 +12,11 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from pathlib import Path
 
-from faults.base import BaseFault, FaultContext, FaultError, sh
+from clusters.api import DOWN_STATES
+from faults.base import BaseFault, FaultContext, FaultError, container_status, sh, wait_until
+from faults.process import ensure_running, note_heal_starts, start_supervised
 from faults.selectors import Selector
 
 FILLER = ".harness-fill"
@@ -53,6 +56,16 @@ def _failure_marker_count(node) -> int:
     return sum(logs.count(m) for m in LOG_DIR_FAILURE_MARKERS)
 
 
+def _await_halt(node, timeout_s: float = 15) -> None:
+    """A broker whose only log dir failed halts within seconds: wait for that, so the
+    heal starts it again rather than returning just before it goes down."""
+    try:
+        wait_until(lambda: container_status(node) in DOWN_STATES, timeout_s,
+                   what=f"{node.name} to halt")
+    except TimeoutError:
+        pass                # it keeps running: it has another log dir
+
+
 class DiskFull(BaseFault):
     name = "disk-full"
 
@@ -75,17 +88,27 @@ class DiskFull(BaseFault):
 
     def _heal(self, ctx: FaultContext) -> None:
         log_dir = self.log_dir or ctx.log_dir
+        starts = []
         for node in self.targets:
             running = node.is_running()
             self.heal_notes.setdefault("broker_running_at_heal", {})[node.name] = running
-            self.heal_notes.setdefault("log_dir_failed", {})[node.name] = (
-                _failure_marker_count(node) > self._markers_before.get(node.name, 0))
-            if running:
+            failed = _failure_marker_count(node) > self._markers_before.get(node.name, 0)
+            self.heal_notes.setdefault("log_dir_failed", {})[node.name] = failed
+            mount = host_mount_of(ctx, node)
+            if mount is not None:
+                # Freed on the host: whether the broker runs, has halted or is halting
+                # (an exec into a container that stops meanwhile is killed, exit 137).
+                Path(mount, FILLER).unlink(missing_ok=True)
+                if running and failed:
+                    _await_halt(node)
+                starts.append(ensure_running(node, ctx))
+            elif running:
                 sh(node, free_script(log_dir))
             else:
                 # The filler sits on the container's tmpfs; start it, then free the space.
                 node.start()
                 sh(node, free_script(log_dir))
+        note_heal_starts(self, starts)
 
 
 def host_mount_of(ctx: FaultContext, node) -> str | None:
@@ -160,6 +183,7 @@ class UnwritableLogDir(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         log_dir = self.log_dir or ctx.log_dir
         q = shlex.quote(log_dir)
+        starts = []
         for node in self.targets:
             running = node.is_running()
             self.heal_notes.setdefault("broker_running_at_heal", {})[node.name] = running
@@ -170,7 +194,7 @@ class UnwritableLogDir(BaseFault):
                 # to: restart it on the writable one.
                 if running:
                     node.stop(timeout=self.stop_timeout_s)
-                node.start()
+                starts.append(start_supervised(node, ctx.cluster, ctx.settle_timeout_s))
                 continue
             if node.name not in self.modes:
                 continue                                  # never changed
@@ -178,3 +202,4 @@ class UnwritableLogDir(BaseFault):
                 node.start()
             sh(node, f"find {q} -mindepth 1 -maxdepth 1 -type d -exec chmod u+w {{}} + ; "
                      f"chmod {self.modes[node.name]} {q}")
+        note_heal_starts(self, starts)

@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass
 
 from clusters.api import BROKER_ROLES, DOWN_STATES, BrokerReadiness, Cluster, Node
-from faults.base import BaseFault, FaultContext, FaultError, container_status, wait_until
+from faults.base import BaseFault, FaultContext, FaultError, container_status
 from faults.selectors import Selector
 from harness.history import now_us
 
@@ -86,8 +86,9 @@ def start_supervised(node: Node, cluster: Cluster, timeout_s: float) -> Started:
 
 
 def ensure_running(node: Node, ctx: FaultContext) -> Started | None:
-    """Start a node that is down (supervised); None when it was running."""
-    if node.is_running():
+    """Start a node that is down (supervised); None when it is up. A paused node is up:
+    another fault froze it and resumes it (Docker refuses to start a paused container)."""
+    if node.is_running() or container_status(node) == "paused":
         return None
     return start_supervised(node, ctx.cluster, ctx.settle_timeout_s)
 
@@ -168,5 +169,3 @@ class Bounce(BaseFault):
 
     def _heal(self, ctx: FaultContext) -> None:
         note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
-        wait_until(lambda: all(n.is_running() for n in self.targets), 30,
-                   what="bounced nodes running")

@@ -108,6 +108,8 @@ class FakeNode:
 
     def start(self) -> None:
         self.calls.append("start")
+        if self.paused:     # as Docker: 409
+            raise RuntimeError(f"cannot start a paused container {self.name}, try unpause")
         if not self.running:
             self._reset_namespace()
         self.running = True

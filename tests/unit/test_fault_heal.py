@@ -365,3 +365,16 @@ def test_a_broker_that_exits_at_every_start_fails_the_heal(supervised_ctx):
     with pytest.raises(FaultError, match="exited at every start"):
         f.heal(ctx)
     assert f.fault_id in ctx.active, "a failed heal leaves the fault for heal-all"
+
+
+def test_kill_heal_leaves_a_node_another_fault_paused(ctx):
+    node = ctx.cluster.node(2)
+    f = Kill(sel.node(2), HARD)
+    f.inject(ctx)
+    node.start()                   # started meanwhile by another fault's heal
+    p = Pause(sel.node(2), DOCKER)
+    p.inject(ctx)
+    f.heal(ctx)                    # Docker refuses to start a paused container (409)
+    assert node.paused and not ctx.active.get(f.fault_id)
+    p.heal(ctx)
+    assert node.is_running()

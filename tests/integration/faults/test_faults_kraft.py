@@ -167,6 +167,7 @@ def test_full_disk_on_the_leader(run, cluster):
     f.heal(run.ctx)
     assert f.heal_notes["log_dir_failed"][f"kafka-{old}"] or \
         not f.heal_notes["broker_running_at_heal"][f"kafka-{old}"]
+    assert cluster.broker_ready(cluster.node(old)), "the heal sees the broker through its start"
 
 
 def test_unwritable_log_dir(run, cluster):

@@ -21,6 +21,7 @@ from fault_helpers import (
 from clusters.spec import ClusterSpec
 from faults import selectors as sel
 from faults.controller import ControllerFailover
+from faults.disk import DiskFull
 from faults.pause import DOCKER, Pause
 from faults.process import HARD, Kill
 from faults.zookeeper import ZkSessionExpiry
@@ -117,4 +118,14 @@ def test_a_broker_started_within_its_old_session_is_started_again(cluster_factor
     heal = [r for r in run.event_rows() if r["kind"] == "heal"][-1]
     assert json.loads(heal["detail"])["restarts_at_start"] == f.heal_notes["restarts_at_start"]
     assert heal["ts_us"] == f.healed_at_us      # timed at the start that held
+
+    # A broker whose only log dir fails halts without leaving ZooKeeper: the same.
+    cluster.create_topic("d", 1, 1)
+    disk = DiskFull(sel.node(broker.node_id))
+    disk.inject(run.ctx)
+    produce(cluster, "d", 50, timeout_s=5, size=2000)
+    poll_for(lambda: not broker.is_running(), timeout_s=60, what="the broker to halt")
+    disk.heal(run.ctx)
+    assert disk.heal_notes["restarts_at_start"][broker.name] >= 1, disk.heal_notes
+    assert cluster.broker_ready(broker)
     run.finish()
