@@ -88,7 +88,7 @@ class DiskFull(BaseFault):
 
     def _heal(self, ctx: FaultContext) -> None:
         log_dir = self.log_dir or ctx.log_dir
-        starts = []
+        to_start = []
         for node in self.targets:
             running = node.is_running()
             self.heal_notes.setdefault("broker_running_at_heal", {})[node.name] = running
@@ -96,19 +96,24 @@ class DiskFull(BaseFault):
             self.heal_notes.setdefault("log_dir_failed", {})[node.name] = failed
             mount = host_mount_of(ctx, node)
             if mount is not None:
-                # Freed on the host: whether the broker runs, has halted or is halting
-                # (an exec into a container that stops meanwhile is killed, exit 137).
-                Path(mount, FILLER).unlink(missing_ok=True)
+                free_on_host(mount)
                 if running and failed:
                     _await_halt(node)
-                starts.append(ensure_running(node, ctx))
+                to_start.append(node)
             elif running:
                 sh(node, free_script(log_dir))
             else:
                 # The filler sits on the container's tmpfs; start it, then free the space.
                 node.start()
                 sh(node, free_script(log_dir))
-        note_heal_starts(self, starts)
+        note_heal_starts(self, ensure_running(to_start, ctx))
+
+
+def free_on_host(mount: str) -> None:
+    """Delete the filler from the host-side tmpfs behind a log dir. This works whether
+    the broker runs, has halted or is halting (an exec into a container that stops
+    meanwhile is killed, exit 137)."""
+    Path(mount, FILLER).unlink(missing_ok=True)
 
 
 def host_mount_of(ctx: FaultContext, node) -> str | None:
@@ -183,7 +188,7 @@ class UnwritableLogDir(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         log_dir = self.log_dir or ctx.log_dir
         q = shlex.quote(log_dir)
-        starts = []
+        to_start = []
         for node in self.targets:
             running = node.is_running()
             self.heal_notes.setdefault("broker_running_at_heal", {})[node.name] = running
@@ -194,7 +199,7 @@ class UnwritableLogDir(BaseFault):
                 # to: restart it on the writable one.
                 if running:
                     node.stop(timeout=self.stop_timeout_s)
-                starts.append(start_supervised(node, ctx.cluster, ctx.settle_timeout_s))
+                to_start.append(node)
                 continue
             if node.name not in self.modes:
                 continue                                  # never changed
@@ -202,4 +207,4 @@ class UnwritableLogDir(BaseFault):
                 node.start()
             sh(node, f"find {q} -mindepth 1 -maxdepth 1 -type d -exec chmod u+w {{}} + ; "
                      f"chmod {self.modes[node.name]} {q}")
-        note_heal_starts(self, starts)
+        note_heal_starts(self, start_supervised(to_start, ctx.cluster, ctx.settle_timeout_s))

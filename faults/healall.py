@@ -14,7 +14,6 @@ exception, a failed assertion, Ctrl-C (KeyboardInterrupt) and SIGTERM.
 from __future__ import annotations
 
 import logging
-import pathlib
 import shlex
 import signal
 import threading
@@ -24,7 +23,7 @@ from dataclasses import dataclass, field
 
 from clusters.api import BROKER_ROLES, TOXIPROXY, Node
 from faults.base import FaultContext, container_status, sh
-from faults.disk import filler_path, host_mount_of, mount_is_readonly, remount
+from faults.disk import filler_path, free_on_host, host_mount_of, mount_is_readonly, remount
 from faults.network import CHAIN, flush_script, rules_on
 from faults.pause import unfreeze
 from faults.process import start_supervised
@@ -53,11 +52,10 @@ def sweep_node(node: Node, ctx: FaultContext, host_mount: str | None = None) -> 
         # A full disk first: a broker whose only log dir failed shuts itself down within
         # seconds, so it may be stopping while this sweep runs. The log dir is a host
         # tmpfs that outlives the container: free it there.
-        pathlib.Path(host_mount, pathlib.PurePath(filler_path(log_dir)).name).unlink(
-            missing_ok=True)
+        free_on_host(host_mount)
     if not node.is_running():
         # Killed by a fault, or a broker that shut itself down (a full disk).
-        started = start_supervised(node, ctx.cluster, ctx.settle_timeout_s)
+        [started] = start_supervised([node], ctx.cluster, ctx.settle_timeout_s)
         again = f", started again {started.restarts}x" if started.restarts else ""
         done.append(f"{node.name} (started{again})")
     sh(node, flush_script(), check=False)

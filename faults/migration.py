@@ -218,4 +218,4 @@ class ZkMigration(BaseFault):
             wait_full_isr(cluster, self.isr_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        note_heal_starts(self, [ensure_running(node, ctx) for node in ctx.cluster.nodes()])
+        note_heal_starts(self, ensure_running(ctx.cluster.nodes(), ctx))

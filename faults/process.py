@@ -54,62 +54,83 @@ class Started:
     ready: bool | None = None   # reported RUNNING in time (None: not a broker, or cannot tell)
 
 
-def start_supervised(node: Node, cluster: Cluster, timeout_s: float) -> Started:
-    """Start a node and see a broker through its start-up, as systemd's
-    Restart=on-failure would: one that exits while starting is started again until
-    it reports RUNNING or `timeout_s` passes. Why: a ZooKeeper-mode broker started
+def start_supervised(nodes: list[Node], cluster: Cluster, timeout_s: float) -> list[Started]:
+    """Start every node, then see the brokers among them through start-up together, as
+    systemd's Restart=on-failure would: one that exits while starting is started again
+    until it reports RUNNING or `timeout_s` passes. Why: a ZooKeeper-mode broker started
     before its old ZooKeeper session expired (18 s by default) exits at once
     (NodeExists); deployments have a supervisor for that, and without one the broker
-    stayed down until some later fault happened to start it. A broker still starting
-    at `timeout_s` (e.g. cut off from the harness) is left running, `ready=False`."""
-    node.start()
-    started = Started(node.name, now_us())
-    if node.role not in BROKER_ROLES or not isinstance(cluster, BrokerReadiness):
-        return started
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if container_status(node) in DOWN_STATES:
-            time.sleep(RESTART_DELAY_S)
-            node.start()
-            started.at_us, started.restarts = now_us(), started.restarts + 1
-        elif cluster.broker_ready(node):
-            started.ready = True
-            return started
-        else:
+    stayed down until some later fault happened to start it. All are started first,
+    back to back, so a heal of two followers is timed as the two starts it is, not as
+    one start and a wait. A broker still starting at `timeout_s` (e.g. cut off from the
+    harness) is left running, `ready=False`."""
+    starts = []
+    for node in nodes:
+        node.start()
+        starts.append(Started(node.name, now_us()))
+    if not isinstance(cluster, BrokerReadiness):
+        return starts
+    watched = [(n, s) for n, s in zip(nodes, starts) if n.role in BROKER_ROLES]
+    if exited := _supervise(watched, cluster, time.monotonic() + timeout_s):
+        raise FaultError("; ".join(_exited_every_time(n, s, timeout_s) for n, s in exited))
+    return starts
+
+
+def _supervise(watched: list[tuple[Node, Started]], cluster: BrokerReadiness,
+               deadline: float) -> list[tuple[Node, Started]]:
+    """Poll the watched brokers until each is RUNNING (`ready=True`) or the deadline.
+    One found down is started again RESTART_DELAY_S later; the others are watched
+    meanwhile. At the deadline a broker still up is `ready=False`; those down (they
+    exited at every start) are returned."""
+    watched, down_since = list(watched), {}
+    while watched and time.monotonic() < deadline:
+        for node, started in list(watched):
+            if container_status(node) in DOWN_STATES:
+                since = down_since.setdefault(node.name, time.monotonic())
+                if time.monotonic() - since >= RESTART_DELAY_S:
+                    node.start()
+                    started.at_us, started.restarts = now_us(), started.restarts + 1
+                    del down_since[node.name]
+            elif cluster.broker_ready(node):
+                started.ready = True
+                watched.remove((node, started))
+        if watched:
             time.sleep(0.5)
-    if container_status(node) in DOWN_STATES:
-        tail = "\n".join(node.logs().splitlines()[-15:])
-        raise FaultError(f"{node.name} exited at every start for {timeout_s:.0f} s "
-                         f"({started.restarts} restarts); its last lines:\n{tail}")
-    started.ready = False
-    return started
+    still_up = [(n, s) for n, s in watched if container_status(n) not in DOWN_STATES]
+    for _, started in still_up:
+        started.ready = False
+    return [pair for pair in watched if pair not in still_up]
 
 
-def ensure_running(node: Node, ctx: FaultContext) -> Started | None:
-    """Start a node that is down (supervised); None when it is up. A paused node is up:
+def _exited_every_time(node: Node, started: Started, timeout_s: float) -> str:
+    tail = "\n".join(node.logs().splitlines()[-15:])
+    return (f"{node.name} exited at every start for {timeout_s:.0f} s "
+            f"({started.restarts} restarts); its last lines:\n{tail}")
+
+
+def ensure_running(nodes: list[Node], ctx: FaultContext) -> list[Started]:
+    """Start the nodes that are down, together (supervised). A paused node is up:
     another fault froze it and resumes it (Docker refuses to start a paused container)."""
-    if node.is_running() or container_status(node) == "paused":
-        return None
-    return start_supervised(node, ctx.cluster, ctx.settle_timeout_s)
+    down = [n for n in nodes if not n.is_running() and container_status(n) != "paused"]
+    return start_supervised(down, ctx.cluster, ctx.settle_timeout_s) if down else []
 
 
-def start_notes(starts: list[Started | None]) -> dict:
+def start_notes(starts: list[Started]) -> dict:
     """What a heal or fault row says about its supervised starts: the brokers that
     exited while starting and how often, and those not yet RUNNING when it gave up."""
-    done = [s for s in starts if s is not None]
     notes: dict = {}
-    if restarts := {s.node: s.restarts for s in done if s.restarts}:
+    if restarts := {s.node: s.restarts for s in starts if s.restarts}:
         notes["restarts_at_start"] = restarts
-    if not_ready := [s.node for s in done if s.ready is False]:
+    if not_ready := [s.node for s in starts if s.ready is False]:
         notes["not_ready"] = not_ready
     return notes
 
 
-def note_heal_starts(fault: BaseFault, starts: list[Started | None]) -> None:
+def note_heal_starts(fault: BaseFault, starts: list[Started]) -> None:
     """Put the supervised starts into the fault's heal row, timed at the last start
     that held (not when the broker finished starting)."""
     fault.heal_notes.update(start_notes(starts))
-    if times := [s.at_us for s in starts if s is not None]:
+    if times := [s.at_us for s in starts]:
         fault.healed_at_us = max(times)
 
 
@@ -134,7 +155,7 @@ class Kill(BaseFault):
             stop_node(node, self.signal, self.stop_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
+        note_heal_starts(self, ensure_running(self.targets, ctx))
 
 
 class Bounce(BaseFault):
@@ -153,7 +174,7 @@ class Bounce(BaseFault):
     def _inject(self, ctx: FaultContext) -> None:
         self.detail = {"signal": self.signal, "times": self.times, "interval_s": self.interval_s,
                        "selector": getattr(self.selector, "__name__", "?"), "rounds": []}
-        starts: list[Started | None] = []
+        starts: list[Started] = []
         for round_ in range(self.times):
             # reselect: "bounce the leader" follows leadership as it moves.
             nodes = list(self.selector(ctx)) if (self.reselect or not self.targets) else self.targets
@@ -162,10 +183,10 @@ class Bounce(BaseFault):
             for node in nodes:
                 stop_node(node, self.signal, self.stop_timeout_s)
             time.sleep(self.interval_s)
-            starts += [ensure_running(node, ctx) for node in nodes]
+            starts += ensure_running(nodes, ctx)
             self.detail.update(start_notes(starts))
             if round_ + 1 < self.times:
                 time.sleep(self.interval_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
+        note_heal_starts(self, ensure_running(self.targets, ctx))

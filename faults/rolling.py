@@ -52,12 +52,12 @@ class RollingRestart(BaseFault):
         for node in self.targets:
             stop_node(node, self.signal, self.stop_timeout_s)
             time.sleep(self.down_s)
-            starts.append(start_supervised(node, ctx.cluster, self.isr_timeout_s))
+            starts += start_supervised([node], ctx.cluster, self.isr_timeout_s)
             self.detail.update(start_notes(starts))
             self.detail["settle_s"][node.name] = settle(ctx, node, self.isr_timeout_s)
 
     def _heal(self, ctx: FaultContext) -> None:
-        note_heal_starts(self, [ensure_running(node, ctx) for node in self.targets])
+        note_heal_starts(self, ensure_running(self.targets, ctx))
 
 
 def upgrade_order(nodes: list[Node]) -> list[Node]:
@@ -120,4 +120,4 @@ class RollingUpgrade(BaseFault):
         self.targets = cluster.nodes()
 
     def _heal(self, ctx: FaultContext) -> None:
-        note_heal_starts(self, [ensure_running(node, ctx) for node in ctx.cluster.nodes()])
+        note_heal_starts(self, ensure_running(ctx.cluster.nodes(), ctx))

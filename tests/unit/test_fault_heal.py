@@ -378,3 +378,32 @@ def test_kill_heal_leaves_a_node_another_fault_paused(ctx):
     assert node.paused and not ctx.active.get(f.fault_id)
     p.heal(ctx)
     assert node.is_running()
+
+
+def test_a_heal_starts_every_target_before_supervising_them(supervised_ctx):
+    # claim 5 (not enough replicas): two followers healed one after the other, each seen
+    # through start-up before the next start, let the first rejoin the ISR before the
+    # heal row, and records were acknowledged "during" the fault.
+    ctx = supervised_ctx
+    two, three = ctx.cluster.node(2), ctx.cluster.node(3)
+    order: list[str] = []
+    for node in (two, three):
+        node.start = (lambda n, orig: lambda: (order.append(n.name), orig()))(node, node.start)
+    exits_at_first_starts(two, 1)
+    ready_polls = {"kafka-3": 0}
+    plain_ready = ctx.cluster.broker_ready
+
+    def slow_three(node):
+        if node.name == "kafka-3":
+            ready_polls["kafka-3"] += 1
+            return ready_polls["kafka-3"] > 3
+        return plain_ready(node)
+    ctx.cluster.broker_ready = slow_three
+    f = Kill(lambda c: [c.cluster.node(2), c.cluster.node(3)], HARD)
+    f.inject(ctx)
+    f.heal(ctx)
+    assert order == ["kafka-2", "kafka-3", "kafka-2"], "both started before either is watched"
+    assert two.is_running() and three.is_running()
+    heal = event_rows(ctx)[-1]
+    assert heal["detail"]["restarts_at_start"] == {"kafka-2": 1}
+    assert heal["ts_us"] == f.healed_at_us
