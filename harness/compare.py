@@ -108,7 +108,8 @@ def _load_cell(scenario: str | None, base: tuple[str, ...], sets: tuple[str, ...
 
 def run_compare(planned: list[Planned], compare_dir: Path, progress: str,
                 spark_master: str | None) -> list[dict]:
-    """Run every planned run in order, one Spark session for all their verifications."""
+    """Run every planned run in order, one Spark session for all their verifications.
+    A Ctrl-C or SIGTERM stops the compare: the runs made so far are returned."""
     from harness.runner import RunOptions, run_scenario
     from spark_reports.session import spark_session
     spark, owned = spark_session(spark_master)
@@ -122,6 +123,11 @@ def run_compare(planned: list[Planned], compare_dir: Path, progress: str,
             rows.append(run_row(p, result.run_dir, result.status, result.exit_code, result.reason,
                                 result.summary))
             print(f"{label}: {result.status} (exit {result.exit_code})", flush=True)
+            if result.interrupted:
+                rows[-1]["interrupted"] = True
+                break
+    except KeyboardInterrupt:          # between two runs; inside one, the runner handles it
+        pass
     finally:
         if owned:
             spark.stop()
@@ -238,5 +244,9 @@ def fmt_spread(s: dict) -> str:
     return f"median {num(s['median'])} [{num(s['min'])}..{num(s['max'])}{never}]"
 
 
-def exit_code(rows: list[dict]) -> int:
+def exit_code(rows: list[dict], planned: int | None = None) -> int:
+    """0: every run met the expectations; 1: one did not; 2: the compare was stopped
+    before every planned run was made (Ctrl-C, SIGTERM)."""
+    if any(r.get("interrupted") for r in rows) or (planned is not None and len(rows) < planned):
+        return 2
     return 0 if rows and all(r["status"] == "passed" for r in rows) else 1

@@ -41,10 +41,12 @@ def compare_command(args: argparse.Namespace) -> int:
     rows = run_compare(planned, compare_dir, "plain" if args.plain else "auto", args.spark_master)
     meta = {"scenario": name, "axes": [{"key": a.key, "values": list(a.values)} for a in axes],
             "overrides": list(args.overrides), "repeat": args.repeat, "seed": planned[0].scenario.seed,
+            "planned": len(planned),
             "seconds": round(time.monotonic() - started, 1)}
     doc = write_outputs(compare_dir, meta, rows)
     print_summary(doc)
-    print(f"compare {name}: {compare_dir / 'index.html'}")
+    stopped = f" (interrupted after {len(rows)} of {len(planned)} runs)" if doc["exit_code"] == 2 else ""
+    print(f"compare {name}{stopped}: {compare_dir / 'index.html'}")
     return doc["exit_code"]
 
 

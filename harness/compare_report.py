@@ -24,7 +24,8 @@ def build(meta: dict, rows: list[dict]) -> dict:
                                   "met_expectations": all(r["status"] == "passed"
                                                           for r in rows if r["variant"] == v)}
                                  for v, s in stats.items()],
-            "differences": differences(stats), "exit_code": exit_code(rows)}
+            "differences": differences(stats),
+            "exit_code": exit_code(rows, meta.get("planned"))}
 
 
 def write_outputs(compare_dir: Path, meta: dict, rows: list[dict]) -> dict:

@@ -68,7 +68,7 @@ def suite_command(args: argparse.Namespace) -> int:
     import time
 
     from clusters.labels import new_run_id
-    from harness.suite import expand, load_suite, parse_budget, run_suite, suite_tally
+    from harness.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
     from harness.suite_report import write_outputs
     suite = load_suite(args.suite)
     modes = args.modes.split(",") if args.modes else suite.modes
@@ -90,5 +90,6 @@ def suite_command(args: argparse.Namespace) -> int:
         print(f"  {r['verdict']:<8} {r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]"
               + (f": {'; '.join(r.get('failures') or []) or r.get('reason') or r.get('why') or ''}"
                  if r["verdict"] != "passed" else ""))
-    print(f"suite {suite.name}: {suite_tally(rows)}; {suite_dir / 'index.html'}")
-    return 1 if bad else 0
+    stopped = " (interrupted: the rest not started)" if interrupted(rows) else ""
+    print(f"suite {suite.name}: {suite_tally(rows)}{stopped}; {suite_dir / 'index.html'}")
+    return 2 if stopped else 1 if bad else 0

@@ -19,7 +19,7 @@ from typing import Any
 from harness.context import RunContext, Teardown
 from harness.errors import HarnessError
 from harness.history import now_us
-from harness.phases import PhaseLog, write_json
+from harness.phases import INTERRUPTED, PhaseLog, write_json
 
 DELIVERY_SLACK_S = 30.0
 
@@ -67,10 +67,11 @@ class RunState:
         from harness.runner import RunResult, write_result
         v = self.verify_result
         if self.stopped_in is not None:
-            reason = f"{'interrupted' if self.stop_reason == 'interrupted' else 'failed'} " \
+            reason = f"{'interrupted' if self.stop_reason == INTERRUPTED else 'failed'} " \
                      f"in phase {self.stopped_in}" + \
-                     ("" if self.stop_reason == "interrupted" else f": {self.stop_reason}")
-            result = RunResult(self.ctx.run_id, self.ctx.run_dir, 2, "unknown", reason)
+                     ("" if self.stop_reason == INTERRUPTED else f": {self.stop_reason}")
+            result = RunResult(self.ctx.run_id, self.ctx.run_dir, 2, "unknown", reason,
+                               interrupted=self.stop_reason == INTERRUPTED)
         elif v is None:
             result = RunResult(self.ctx.run_id, self.ctx.run_dir, 0, "not verified",
                                "verification skipped (--no-verify)")

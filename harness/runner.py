@@ -74,6 +74,7 @@ class RunResult:
     reason: str | None = None
     summary: dict[str, Any] | None = None
     phases: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False           # Ctrl-C or SIGTERM: a suite or compare stops too
 
 
 def run_scenario(scenario: Scenario, options: RunOptions | None = None) -> RunResult:

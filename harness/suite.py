@@ -30,6 +30,7 @@ from harness.errors import SpecError
 from harness.scenario import Scenario, load_scenario
 
 SUITES_DIR = Path(__file__).with_name("suites")
+NOT_STARTED = "not started: the suite was interrupted"
 FIXED_COST_S = 100.0          # cluster up, drain, stop, verify of a small run (benchmarks/RESULTS.md)
 
 
@@ -163,10 +164,20 @@ def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir:
                                                        spark=spark, spark_master=spark_master))
             rows.append(_row(variant, scenario, result))
             print(f"{label}: {result.status} (exit {result.exit_code})", flush=True)
+            if result.interrupted:
+                break
+    except KeyboardInterrupt:          # between two runs; inside one, the runner handles it
+        pass
     finally:
         if owned:
             spark.stop()
-    return rows
+    return rows + [{**_row(v, s, None, skipped=NOT_STARTED), "interrupted": True}
+                   for v, s in runs[len(rows):]]
+
+
+def interrupted(rows: list[dict]) -> bool:
+    """Whether the suite was stopped (Ctrl-C, SIGTERM) before its end."""
+    return any(r.get("interrupted") for r in rows)
 
 
 def suite_tally(rows: list[dict]) -> str:
@@ -193,6 +204,8 @@ def _row(v: Variant, s: Scenario, result, skipped: str | None = None) -> dict:
     if skipped is not None:
         return {**row, "verdict": "skipped", "why": skipped}
     summary = result.summary or {}
+    if result.interrupted:
+        row["interrupted"] = True
     return {**row, "verdict": result.status, "exit_code": result.exit_code, "reason": result.reason,
             "observed": {**observed(summary), **_fault_timings(Path(result.run_dir))},
             "failures": list(((summary.get("verdict") or {}).get("failures")) or []),

@@ -171,3 +171,12 @@ def test_per_second_from_history(tmp_path):
     assert by_second[20.0] == 1000 + 100       # the stalled records all acked at its end
     p99 = dict(zip(s["second"], s["p99_ms"]))
     assert p99[5.0] == pytest.approx(5.0) and p99[20.0] > 9000 and math.isnan(p99[15.0])
+
+
+def test_an_interrupted_compare_exits_2():
+    from harness.compare import exit_code
+    passed = {"status": "passed"}
+    assert exit_code([passed, passed], planned=2) == 0
+    assert exit_code([passed, {"status": "failed"}], planned=2) == 1
+    assert exit_code([passed, {"status": "unknown", "interrupted": True}], planned=3) == 2
+    assert exit_code([passed], planned=2) == 2, "stopped between two runs"

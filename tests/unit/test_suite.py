@@ -126,3 +126,51 @@ def test_the_closing_count_leaves_variants_the_budget_skipped_out():
             {"verdict": "skipped"}]
     assert suite_tally(rows) == "1 of 2 run as expected, 2 skipped"
     assert suite_tally(rows[:1]) == "1 of 1 run as expected"
+
+
+def _fake_runs(monkeypatch, outcomes: list):
+    """run_suite with the runner replaced: each run's outcome in turn, a RunResult or an
+    exception to raise (a Ctrl-C that lands between two runs)."""
+    from harness.runner import RunResult
+    calls = []
+
+    def run_scenario(scenario, options):
+        calls.append(scenario.name)
+        outcome = outcomes[len(calls) - 1]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        status, interrupted = outcome
+        run_dir = Path(options.runs_dir) / f"r{len(calls)}"
+        run_dir.mkdir()
+        return RunResult(f"r{len(calls)}", run_dir, 0 if status == "passed" else 2, status,
+                         "interrupted in phase faults" if interrupted else None,
+                         interrupted=interrupted)
+    monkeypatch.setattr("harness.runner.run_scenario", run_scenario)
+    monkeypatch.setattr("spark_reports.session.spark_session", lambda master: (None, False))
+    return calls
+
+
+@pytest.mark.parametrize("how", ["inside a run", "between runs"])
+def test_an_interrupted_suite_starts_nothing_more_and_says_so(tmp_path, monkeypatch, how):
+    from harness.suite import NOT_STARTED, interrupted, run_suite
+    suite = load_suite("claims")
+    runs, _ = expand(suite, [], [], 1)
+    stop = ("unknown", True) if how == "inside a run" else KeyboardInterrupt()
+    calls = _fake_runs(monkeypatch, [("passed", False), stop])
+    rows = run_suite(suite, runs, tmp_path, None, "none", None)
+    assert len(calls) == 2 and len(rows) == len(runs)
+    assert rows[0]["verdict"] == "passed" and not interrupted(rows[:1])
+    not_started = rows[2:] if how == "inside a run" else rows[1:]
+    assert all(r["verdict"] == "skipped" and r["why"] == NOT_STARTED for r in not_started)
+    assert interrupted(rows)
+    write_outputs(tmp_path, "claims", rows, [], 1.0)
+    assert NOT_STARTED in (tmp_path / "summary.md").read_text()
+
+
+def test_a_suite_that_ran_to_its_end_is_not_interrupted(tmp_path, monkeypatch):
+    from harness.suite import interrupted, run_suite
+    suite = load_suite("gate")
+    runs, _ = expand(suite, [], [], 1)
+    _fake_runs(monkeypatch, [("passed", False), ("failed", False)])
+    rows = run_suite(suite, runs, tmp_path, None, "none", None)
+    assert [r["verdict"] for r in rows] == ["passed", "failed"] and not interrupted(rows)
