@@ -109,11 +109,15 @@ class DiskFull(BaseFault):
         note_heal_starts(self, ensure_running(to_start, ctx))
 
 
-def free_on_host(mount: str) -> None:
-    """Delete the filler from the host-side tmpfs behind a log dir. This works whether
-    the broker runs, has halted or is halting (an exec into a container that stops
-    meanwhile is killed, exit 137)."""
-    Path(mount, FILLER).unlink(missing_ok=True)
+def free_on_host(mount: str) -> bool:
+    """Delete the filler from the host-side tmpfs behind a log dir; True when there was
+    one. This works whether the broker runs, has halted or is halting (an exec into a
+    container that stops meanwhile is killed, exit 137)."""
+    try:
+        Path(mount, FILLER).unlink()
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def host_mount_of(ctx: FaultContext, node) -> str | None:

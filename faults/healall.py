@@ -26,7 +26,7 @@ from faults.base import FaultContext, container_status, sh
 from faults.disk import filler_path, free_on_host, host_mount_of, mount_is_readonly, remount
 from faults.network import CHAIN, flush_script, rules_on
 from faults.pause import unfreeze
-from faults.process import start_supervised
+from faults.process import CLEAN, start_supervised, stop_node
 
 log = logging.getLogger(__name__)
 
@@ -48,11 +48,13 @@ def sweep_node(node: Node, ctx: FaultContext, host_mount: str | None = None) -> 
     log_dir = ctx.log_dir
     done = []
     unfreeze(node)                                       # docker unpause + SIGCONT
-    if host_mount is not None:
-        # A full disk first: a broker whose only log dir failed shuts itself down within
-        # seconds, so it may be stopping while this sweep runs. The log dir is a host
-        # tmpfs that outlives the container: free it there.
-        free_on_host(host_mount)
+    if host_mount is not None and free_on_host(host_mount):
+        # A full disk first, freed on the host tmpfs (it outlives the container). The
+        # broker may have hit ENOSPC already, and one whose only log dir failed halts by
+        # itself seconds later, possibly after this sweep found it running: restart it,
+        # so it is settled either way. (A DiskFull heal knows its markers and waits for
+        # the halt instead; only a dead harness leaves a filler to the sweep.)
+        stop_node(node, CLEAN, ctx.settle_timeout_s)
     if not node.is_running():
         # Killed by a fault, or a broker that shut itself down (a full disk).
         [started] = start_supervised([node], ctx.cluster, ctx.settle_timeout_s)
