@@ -57,7 +57,15 @@ class WorkerProcess:
         return self._proc.exitcode
 
     def start(self) -> "WorkerProcess":
-        self._proc.start()
+        # A spawned child takes about a second to reach `_child_main`; a Ctrl-C to the
+        # process group in that time killed it with a traceback (exit 1), and the run
+        # said "producer exited" instead of "interrupted". The blocked mask is inherited
+        # through fork and exec; here it only defers a Ctrl-C to the line after start.
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            self._proc.start()
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
         with _LIVE_LOCK:
             _LIVE.add(self)
         return self

@@ -146,6 +146,26 @@ def test_heal_of_a_node_restarted_meanwhile_is_fine(ctx):
     assert node.rules() == []
 
 
+def test_a_partition_over_a_node_another_fault_has_down_still_cuts_it_off(ctx):
+    # A rolling restart had a broker down when the nemesis cut the cluster in halves:
+    # the inject failed (Docker 409) and the partition never happened.
+    ctx.cluster.node("kafka-3").stop()
+    f = net.Partition(net.isolate(sel.node("kafka-3")))
+    f.inject(ctx)
+    assert f.detail["down_at_inject"] == ["kafka-3"]
+    assert rules(ctx) == {"kafka-1": ["-s 172.30.0.13 -j DROP"],
+                          "kafka-2": ["-s 172.30.0.13 -j DROP"], "kafka-3": []}
+    f.heal(ctx)
+    assert rules(ctx) == {"kafka-1": [], "kafka-2": [], "kafka-3": []}
+
+
+def test_a_partition_that_cannot_reach_a_running_node_fails_its_inject(ctx):
+    ctx.cluster.node("kafka-2").pause()
+    f = net.Partition(net.isolate(sel.node("kafka-3")))
+    with pytest.raises(Exception, match="paused"):
+        f.inject(ctx)
+
+
 def test_rules_in_a_paused_container_are_removed_by_heal_all(ctx):
     f = net.Partition(net.isolate(sel.node("kafka-1")))
     f.inject(ctx)

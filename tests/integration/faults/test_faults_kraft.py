@@ -137,6 +137,24 @@ def test_split_cuts_exactly_the_grudged_links(run, cluster, shape):
     assert all(can_connect(a, b.ip) for a in nodes for b in nodes if a.name != b.name)
 
 
+def test_a_partition_over_a_stopped_broker_cuts_it_off_when_it_starts(run, cluster):
+    """A nemesis partition while a rolling restart has a broker down: the down broker
+    cannot take rules (Docker 409), the others' rules still cut it off once it is back."""
+    down = cluster.node("kafka-3")
+    others = [b for b in cluster.brokers() if b.name != down.name]
+    down.stop()
+    f = net.Partition(net.isolate(sel.node(down.name)))
+    try:
+        f.inject(run.ctx)
+        assert f.detail["down_at_inject"] == [down.name]
+        down.start()
+        assert not any(can_connect(down, o.ip) for o in others), f.grudge
+        assert all(can_connect(a, b.ip) for a in others for b in others if a is not b)
+    finally:
+        f.heal(run.ctx)
+    poll_for(lambda: all(can_connect(down, o.ip) for o in others), what="the partition healed")
+
+
 def test_clients_cut_off_cannot_produce(run, cluster):
     f = net.Partition(net.cut_clients())
     f.inject(run.ctx)
