@@ -51,6 +51,8 @@ class FaultContext:
     toxiproxy: Any = None
     # How long faults wait for the cluster to react (new controller, full ISR …).
     settle_timeout_s: float = 60.0
+    # How long a leader_of selector waits for a partition between leaders.
+    leader_wait_s: float = 15.0
     # Faults injected and not yet healed, by fault_id, in injection order.
     active: dict[str, "BaseFault"] = field(default_factory=dict)
     heal_all_runs: int = 0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -81,7 +82,17 @@ class DiskFull(BaseFault):
         for node in self.targets:
             self._markers_before[node.name] = _failure_marker_count(node)
             left = sh(node, fill_script(log_dir), check=False).strip().splitlines()
-            avail = int(left[-1]) if left and left[-1].isdigit() else available_bytes(node, log_dir)
+            if left and left[-1].isdigit():
+                avail = int(left[-1])
+            elif container_status(node) in DOWN_STATES:
+                # The broker died while its disk filled (the fault's effect: it halts, or
+                # its JVM dies on a page of a mapped index it cannot get), and the exec
+                # went with it: the free space is asked of the host side, when there is one.
+                self.detail.setdefault("down_at_fill", []).append(node.name)
+                mount = host_mount_of(ctx, node)
+                avail = 0 if mount is None else shutil.disk_usage(mount).free
+            else:
+                avail = available_bytes(node, log_dir)
             if avail > 64 * 1024:
                 raise FaultError(f"{node.name}: {log_dir} still has {avail} bytes free after "
                                  f"filling; is it a size-limited tmpfs?")

@@ -13,11 +13,12 @@ cluster state.
 from __future__ import annotations
 
 import difflib
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, TOXIPROXY, ZOOKEEPER, Node
-from faults.base import FaultContext
+from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, DOWN_STATES, TOXIPROXY, ZOOKEEPER, Node
+from faults.base import FaultContext, container_status
 from harness.errors import SpecError
 
 Selector = Callable[[FaultContext], list[Node]]
@@ -63,11 +64,22 @@ def node(name_or_id: str | int) -> Selector:
 
 
 def leader_of(topic: str, partition: int = 0) -> Selector:
+    """The partition's live leader. A partition between leaders (an election after a
+    controller kill takes seconds in ZooKeeper mode), or whose named leader's container
+    is down (the metadata lags a crash until the controller notices), is waited for, up
+    to ctx.leader_wait_s: a nemesis's "bounce the leader" then still happens."""
     def select(ctx: FaultContext) -> list[Node]:
-        leader = ctx.cluster.leader_of(topic, partition)
-        if leader is None:
-            raise SelectorError(f"{topic}-{partition} has no leader")
-        return [leader]
+        deadline = time.monotonic() + ctx.leader_wait_s
+        while True:
+            leader = ctx.cluster.leader_of(topic, partition)
+            down = leader is not None and container_status(leader) in DOWN_STATES
+            if leader is not None and not down:
+                return [leader]
+            if time.monotonic() >= deadline:
+                named = f" (named: {leader.name}, down)" if down else ""
+                raise SelectorError(f"{topic}-{partition} has had no live leader for "
+                                    f"{ctx.leader_wait_s:g} s{named}")
+            time.sleep(0.25)
     return _named(select, f"leader_of({topic!r}, {partition})")
 
 

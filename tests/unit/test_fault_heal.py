@@ -7,7 +7,7 @@ import signal
 import pytest
 from test_fault_fakes import FakeCluster
 
-from clusters.api import PartitionState
+from clusters.api import ExecResult, PartitionState
 from faults import selectors as sel
 from faults.base import BaseFault, FaultContext, FaultError
 from faults.controller import ControllerFailover
@@ -128,6 +128,27 @@ def test_disk_full_heal_starts_a_broker_that_halted(ctx):
     f.heal(ctx)
     assert node.is_running()
     assert f.heal_notes["broker_running_at_heal"] == {"kafka-1": False}
+
+
+def test_a_broker_that_dies_while_its_disk_fills_is_the_fault_taking_effect(ctx):
+    # A ZooKeeper nemesis's disk-full-leader: the broker died during the fill, the
+    # exec with it (exit 137, no output), and asking df next was a Docker 409.
+    node = ctx.cluster.node(1)
+    exec_in_container = node.exec
+
+    def exec_dying_at_fill(cmd, user="root"):
+        result = exec_in_container(cmd, user)
+        if "dd if=/dev/zero" in cmd[-1]:
+            node.running = False
+            return ExecResult(137, "")
+        return result
+    node.exec = exec_dying_at_fill
+    f = DiskFull(sel.node(1))
+    f.inject(ctx)
+    assert f.detail["down_at_fill"] == ["kafka-1"] and "inject_error" not in f.detail
+    node.exec = exec_in_container
+    f.heal(ctx)
+    assert node.is_running() and not os.path.exists(filler_path(ctx.log_dir))
 
 
 def test_disk_full_refuses_a_disk_that_does_not_fill(ctx, tmp_path):

@@ -1,5 +1,6 @@
 import functools
 import random
+import threading
 
 import pytest
 from test_fault_fakes import FakeCluster
@@ -38,10 +39,34 @@ def test_in_sync_follower_skips_followers_out_of_the_isr(ctx):
 
 
 def test_leaderless_partition_is_an_error_naming_it(ctx):
-    with pytest.raises(sel.SelectorError, match="t-1 has no leader"):
+    ctx.leader_wait_s = 0.3
+    with pytest.raises(sel.SelectorError, match="t-1 has had no live leader for 0.3 s"):
         sel.leader_of("t", 1)(ctx)
     with pytest.raises(sel.SelectorError, match="no partition t-7"):
         sel.followers_of("t", 7)(ctx)
+
+
+def test_a_partition_between_leaders_is_waited_for(ctx):
+    # A ZooKeeper nemesis's bounce-leader-hard came during a controller kill's election:
+    # "t-0 has no leader", and the fault never happened.
+    elected = PartitionState("t", 1, 3, (3, 1, 5), (3, 1, 5))
+    states = ctx.cluster.partition_states
+    timer = threading.Timer(0.5, lambda: setattr(ctx.cluster, "partition_states",
+                                                 [states[0], elected]))
+    timer.start()
+    assert names(sel.leader_of("t", 1)(ctx)) == ["kafka-3"]
+
+
+def test_a_leader_whose_container_is_down_is_not_selected(ctx):
+    # ZooKeeper mode names a crashed broker leader until its session expires: a
+    # disk-full-leader then exec'd into a stopped container (Docker 409).
+    ctx.leader_wait_s = 0.3
+    ctx.cluster.node("kafka-3").stop()
+    with pytest.raises(sel.SelectorError, match=r"no live leader .*named: kafka-3, down"):
+        sel.leader_of("t", 0)(ctx)
+    threading.Timer(0.2, ctx.cluster.node("kafka-3").start).start()
+    ctx.leader_wait_s = 5
+    assert names(sel.leader_of("t", 0)(ctx)) == ["kafka-3"]
 
 
 def test_controller_selectors(ctx):
