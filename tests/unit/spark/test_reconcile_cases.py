@@ -541,3 +541,29 @@ def test_kinds_written_by_spark_are_counted_and_explained_alike(verified, spark,
         assert again[key] == summary[key], key
     for topic in EXPECTED:
         assert counts_for(tmp_path, topic) == counts_for(run, topic)
+
+
+def test_a_kind_without_rows_is_written_with_the_columns_of_one_with_rows(verified, spark,
+                                                                          tmp_path):
+    """A passing run's kinds are known to be empty and written from their schema alone
+    (no job): with the same columns and types as the casebook's, where every kind has
+    rows."""
+    from spark_reports.verify import verify_run
+
+    run, summary = verified
+    h = History(tmp_path / "clean")
+    for i in range(3):
+        rid = h.send("clean", "clean-p", i, offset=i)
+        h.consume("clean", 0, i, rid)
+        h.drain("clean", 0, i, rid)
+    h.commit("clean", 0, 3)
+    h.close()
+    clean = verify_run(str(tmp_path / "clean"), spark=spark, write_html=False).summary
+    assert not any(clean["anomalies"].values())
+
+    def schema(run_dir, kind):
+        return pq.read_schema(run_dir / "report" / "anomalies" / kind / "part-00000.parquet")
+
+    for kind in KINDS:
+        assert summary["anomalies"][kind], kind
+        assert schema(tmp_path / "clean", kind) == schema(run, kind), kind
