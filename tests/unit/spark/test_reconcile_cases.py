@@ -35,14 +35,17 @@ def case(topic: str, **expected: int):
     return topic
 
 
-def build(h: History) -> None:
-    # clean: three acked records, read in run and by the drain, committed.
-    t = case("clean")
+def clean(h: History, t: str) -> None:
+    """Three acked records, read in run and by the drain, committed: no anomaly."""
     for i in range(3):
         rid = h.send(t, "clean-p", i, offset=i)
         h.consume(t, 0, i, rid)
         h.drain(t, 0, i, rid)
     h.commit(t, 0, 3)
+
+
+def build(h: History) -> None:
+    clean(h, case("clean"))
 
     # lost: an acked record nobody consumed; one consumed only in run is not lost.
     t = case("lost", lost=1)
@@ -552,14 +555,10 @@ def test_a_kind_without_rows_is_written_with_the_columns_of_one_with_rows(verifi
 
     run, summary = verified
     h = History(tmp_path / "clean")
-    for i in range(3):
-        rid = h.send("clean", "clean-p", i, offset=i)
-        h.consume("clean", 0, i, rid)
-        h.drain("clean", 0, i, rid)
-    h.commit("clean", 0, 3)
+    clean(h, "clean")
     h.close()
-    clean = verify_run(str(tmp_path / "clean"), spark=spark, write_html=False).summary
-    assert not any(clean["anomalies"].values())
+    passing = verify_run(str(tmp_path / "clean"), spark=spark, write_html=False).summary
+    assert not any(passing["anomalies"].values())
 
     def schema(run_dir, kind):
         return pq.read_schema(run_dir / "report" / "anomalies" / kind / "part-00000.parquet")
