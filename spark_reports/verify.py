@@ -236,7 +236,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     from spark_reports.anomalies import Inputs, anomaly_frames
     from spark_reports.anomaly_output import write_anomalies
     from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
-    from spark_reports.tables import read_tables
+    from spark_reports.tables import read_on_driver, read_tables
     from spark_reports.timeline import parse_events
 
     step = _Steps(summary.setdefault("step_seconds", {}))
@@ -248,8 +248,8 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
     # a small job, beside the first big aggregation (it fills the cores' idle moments)
     identity = _Background(spark, "harness-identity", lambda: repeated_records(frames["produced"]))
-    event_rows = [r.asDict() for r in frames["events"].select(
-        "ts_us", "kind", "name", "target", "detail").collect()]
+    event_rows = read_on_driver(loc, history, "events",
+                                ("ts_us", "kind", "name", "target", "detail"))
     scratch = Scratch(spark, loc)
 
     def materialize(name, df, observe=None):
