@@ -18,10 +18,17 @@ def spark_schema(table: str):
     return T.StructType([T.StructField(f.name, mapping[f.type], True) for f in SCHEMAS[table]])
 
 
+# Small tables read by read_on_driver only, never as DataFrames.
+DRIVER_TABLES = ("events",)
+
+
 def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
-    """One DataFrame per table; an absent optional table becomes an empty frame."""
+    """One DataFrame per table but DRIVER_TABLES; an absent optional table becomes an
+    empty frame."""
     frames = {}
     for table, tf in history.tables.items():
+        if table in DRIVER_TABLES:
+            continue
         schema = spark_schema(table)
         if tf.files:
             # Reading the directory (not the file list) keeps the plan small for
@@ -34,7 +41,8 @@ def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
 
 def read_on_driver(loc: RunLocation, history: HistoryFiles, table: str,
                    columns: tuple[str, ...]) -> list[dict]:
-    """A small table's rows as dicts, read by pyarrow (its files passed validation).
+    """A small table's (DRIVER_TABLES) rows as dicts, read by pyarrow (its files passed
+    validation).
     The events table (the timeline) is read so: collected through Spark, it was a
     fresh process's first job, 1.3 s of a 13 s verify of a 90 000-record run
     (benchmarks/RESULTS.md)."""
