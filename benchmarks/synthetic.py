@@ -551,6 +551,8 @@ def _write_produced(out: Path, spec: SyntheticSpec, names: list[str], produced) 
             "txn_seq": _nullable(produced["txn_seq"][s], pa.int64()),
             "txn_outcome": pc.take(pa.array([None, "committed", "aborted"]),
                                    pa.array(np.where(is_tx, txn_out + 1, 0))),
+            # not told: who acknowledged is checked on the casebook
+            "acked_by": pa.nulls(len(seq), pa.int32()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["produced"]),
                        out / f"synthetic-{part_no:06d}.parquet")
@@ -577,6 +579,7 @@ def _write_consumed(out: Path, spec: SyntheticSpec, names: list[str], consumed, 
             # not told: the poll kinds are checked on the casebook
             # (tests/unit/spark/test_reconcile_cases.py), not here
             "poll_seq": pa.nulls(len(seq), pa.int64()),
+            "leader_epoch": pa.nulls(len(seq), pa.int32()),
             "assignment": pa.nulls(len(seq), pa.int32()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["consumed"]),

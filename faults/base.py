@@ -93,6 +93,9 @@ class BaseFault:
         # When set, inject() holds the fault this long and then heals it itself
         # (a pause held for N seconds, a kill restarted after N seconds).
         self.heal_after_s: float | None = None
+        # The scenario's name for this fault ("timeline[1] partition"), set by whoever
+        # planned it; the report calls the fault so.
+        self.label: str | None = None
 
     # -- protocol --------------------------------------------------------
     def inject(self, ctx: FaultContext) -> None:
@@ -143,7 +146,9 @@ class BaseFault:
         raise NotImplementedError
 
     def _event_detail(self) -> dict[str, Any]:
-        return {"fault_id": self.fault_id, **self.detail}
+        from faults.words import describe
+        return {"fault_id": self.fault_id, **self.detail, "label": self.label or self.name,
+                "description": describe(self.name, [n.name for n in self.targets], self.detail)}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.fault_id or 'not injected'}>"

@@ -1,5 +1,10 @@
-"""The short table at the end of a run: verdict, counts, anomalies, unavailability,
-recovery per fault, how the fault plan went, and where the report is."""
+"""The short table at the end of a run: verdict and why, counts, anomalies, each fault
+in the scenario's words with what it cost, what else went wrong, how the fault plan
+went, and where the report is.
+
+The live progress panel is closed before anything here is printed: printed beside a
+live display, the tables lost their rows on a terminal when the panel closed.
+"""
 from __future__ import annotations
 
 from rich.console import Console
@@ -10,20 +15,26 @@ def _seconds(v) -> str:
     return "never" if v is None else f"{v:.1f} s"
 
 
-RECOVERY_COLUMNS = ("fault", "fault_id", "recovery", "after heal", "unavailable", "ISR shrunk",
-                    "ISR full after heal")
+RECOVERY_COLUMNS = ("fault", "what it did", "recovery", "after heal", "unavailable",
+                    "controller failover", "ISR shrunk", "ISR full after heal")
 
 
 def recovery_rows(summary: dict) -> list[list[str]]:
-    """Per fault: recovery (the spec's), and when its partitions' ISR shrank after the
-    injection and was full again after the heal ("-": it never shrank)."""
+    """Per fault: recovery (the spec's; "none" when it made no partition unavailable),
+    the controller failover when it hit the active controller, and when its
+    partitions' ISR shrank after the injection and was full again after the heal ("-":
+    it never shrank)."""
     isr = {f["fault_id"]: f for f in summary.get("metrics", {}).get("isr", [])}
     rows = []
     for r in summary.get("metrics", {}).get("recovery", []):
         i = isr.get(r.get("fault_id"), {"shrunk_s": None})
         shrank = i["shrunk_s"] is not None
-        rows.append([r.get("name", "?"), r.get("fault_id", "?"), _seconds(r.get("seconds")),
+        failover = r.get("controller_failover_s")
+        rows.append([r.get("label") or r.get("name", "?"), r.get("description") or "",
+                     "no partition unavailable" if r.get("no_partition_unavailable")
+                     else _seconds(r.get("seconds")),
                      _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s")),
+                     _seconds(failover) if failover is not None or r.get("controller") else "-",
                      _seconds(i["shrunk_s"]) if shrank else "-",
                      _seconds(i["restored_after_heal_s"]) if shrank else "-"])
     return rows
@@ -35,25 +46,31 @@ def max_unavailability(summary: dict) -> float:
                 for w in windows), default=0.0)
 
 
-def print_end_table(state, console: Console | None = None) -> None:
-    console = console or Console()
-    v = state.verify_result
-    summary, verdict = v.summary, v.verdict
+def _head(summary: dict, verdict, run_id: str) -> Table:
     colour = {"passed": "green", "failed": "red"}.get(verdict.status, "yellow")
-    head = Table(title=f"run {state.ctx.run_id}: [{colour}]{verdict.status.upper()}[/]",
-                 show_header=False)
+    head = Table(title=f"run {run_id}: [{colour}]{verdict.status.upper()}[/]", show_header=False)
     counts = summary.get("counts", {})
     head.add_row("counts", ", ".join(f"{k} {counts.get(k, 0)}" for k in
                                      ("sent", "acked", "failed", "indeterminate", "consumed")))
     anomalies = summary.get("anomalies", {})
     head.add_row("anomalies", ", ".join(f"{k} {n}" for k, n in anomalies.items()))
     head.add_row("max unavailability", f"{max_unavailability(summary):.1f} s")
-    for failure in verdict.failures:
-        head.add_row("[red]violated[/]", failure)
+    for c in verdict.checks:
+        mark = {"passed": "[green]held[/]", "failed": "[red]violated[/]"}.get(c.status, "not judged")
+        head.add_row(mark, c.reason)
     if verdict.reason:
         head.add_row("unknown", verdict.reason)
-    console.print(head)
-    rows = recovery_rows(summary)
+    for p in summary.get("problems") or []:
+        head.add_row("[yellow]went wrong[/]", p["text"])
+    return head
+
+
+def print_end_table(state, console: Console | None = None) -> None:
+    state.close_progress()
+    console = console or Console()
+    v = state.verify_result
+    console.print(_head(v.summary, v.verdict, state.ctx.run_id))
+    rows = recovery_rows(v.summary)
     if rows:
         rec = Table(*RECOVERY_COLUMNS)
         for row in rows:

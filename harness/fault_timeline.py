@@ -113,6 +113,7 @@ class FaultTimeline:
         p.injected_s = round(self.elapsed(), 3)
         try:
             p.fault = p.make()
+            p.fault.label = p.label
             p.fault.inject(self.ctx)
         except Exception as e:  # noqa: BLE001 - one failed fault must not end the run
             p.error = f"inject: {type(e).__name__}: {e}"

@@ -41,6 +41,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("txn_id", pa.string()),
         ("txn_seq", pa.int64()),
         ("txn_outcome", pa.string()),
+        ("acked_by", pa.int32()),
     ]),
     "consumed": pa.schema([
         ("run_id", pa.string()),
@@ -55,6 +56,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("isolation", pa.string()),
         ("recv_ts_us", pa.int64()),
         ("poll_seq", pa.int64()),
+        ("leader_epoch", pa.int32()),
         ("assignment", pa.int32()),
     ]),
     "commits": pa.schema([
@@ -81,8 +83,9 @@ SCHEMAS: dict[str, pa.Schema] = {
 # Columns that may be null; every other column must always be set.
 NULLABLE: dict[str, frozenset[str]] = {
     "produced": frozenset({"key", "partition", "offset", "error", "ack_ts_us",
-                           "txn_id", "txn_seq", "txn_outcome"}),
-    "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "assignment"}),
+                           "txn_id", "txn_seq", "txn_outcome", "acked_by"}),
+    "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "leader_epoch",
+                           "assignment"}),
     "commits": frozenset({"group_id", "error"}),
     "events": frozenset({"target"}),
 }
@@ -97,6 +100,10 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
 }
 
 EVENT_KINDS = ENUMS[("events", "kind")]
+# The `client` event a workload writes when it dies on its own (an exception, a
+# fatal client error, an exit code nobody asked for): load that stopped early
+# proves nothing, so the verdict counts these (`workload_deaths`).
+WORKLOAD_DIED = "workload-died"
 
 
 def now_us() -> int:

@@ -18,7 +18,7 @@ from typing import Any
 
 from harness.context import RunContext, Teardown
 from harness.errors import HarnessError
-from harness.history import now_us
+from harness.history import WORKLOAD_DIED, now_us
 from harness.phases import INTERRUPTED, PhaseLog, write_json
 
 DELIVERY_SLACK_S = 30.0
@@ -179,7 +179,8 @@ def _java_thread(state: RunState, name: str, fn: Callable, spec) -> None:
         try:
             fn(state, spec)
         except Exception as e:  # noqa: BLE001 - reported in the history, the run goes on
-            state.ctx.events.emit("client", "java-client-error", name, error=str(e)[:500])
+            state.ctx.events.emit("client", WORKLOAD_DIED, name, workload="java",
+                                  error=str(e)[:500])
     t = threading.Thread(target=body, name=name, daemon=True)
     t.start()
     state.java.append(t)

@@ -59,6 +59,10 @@ class Source:
                 return line
         return None
 
+    def overridden(self, path: Path) -> bool:
+        """Whether a `--set` wrote this value (or a mapping above it)."""
+        return any(tuple(path[:end]) in self.overrides for end in range(len(path), 0, -1))
+
     def where(self, path: Path) -> str:
         for end in range(len(path), 0, -1):
             if tuple(path[:end]) in self.overrides:

@@ -1,9 +1,10 @@
 """Every anomaly kind of the spec, one function each, named after its row.
 
 Each function returns the kind's offending rows (a DataFrame, not yet
-computed); write_anomalies (spark_reports/anomaly_output.py) writes them to
-report/anomalies/<kind>/ and counts them by the spec's counting rule (COUNT_BY),
-from what was written, so summary.json and the Parquet cannot disagree.
+computed); spark_reports/kinds.py lists every kind with its function, and
+write_anomalies (spark_reports/anomaly_output.py) writes the rows to
+report/anomalies/<kind>/ and counts them by the kind's counting rule, from what
+was written, so summary.json and the Parquet cannot disagree.
 
 Most kinds are filters of one view (spark_reports/reconcile.py). The kinds that
 need rows of the consumed table (every delivery of a duplicate, every delivery
@@ -38,27 +39,6 @@ from spark_reports.reconcile import (
     small,
 )
 
-KINDS = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-         "aborted_read", "skipped", "redelivered", "recovered", "poll_skip",
-         "nonmonotonic_poll")
-
-# How each kind is counted from its written rows (the spec's counting rules):
-# distinct keys, a sum of a column, or every row.
-COUNT_BY: dict[str, tuple[str, tuple[str, ...]]] = {
-    "lost": ("distinct", ("record_id",)),
-    "overwritten": ("distinct", ("record_id",)),
-    "duplicate": ("distinct", ("record_id",)),
-    "reordered": ("distinct", ("record_id",)),
-    "unexpected": ("distinct", ("record_id",)),
-    "divergent": ("distinct", OFFSET),
-    "aborted_read": ("distinct", ("record_id",)),
-    "skipped": ("distinct", ("group_id", *OFFSET)),
-    "redelivered": ("sum", ("extra_deliveries",)),
-    "recovered": ("distinct", ("record_id",)),
-    "poll_skip": ("distinct", ("consumer", *OFFSET)),
-    "nonmonotonic_poll": ("rows", ()),
-}
-
 POS_COLS = ("pos_topic", "pos_partition", "pos_offset", "pos_from_drain")
 
 
@@ -78,16 +58,6 @@ class Inputs:
         if name not in self._memo:
             self._memo[name] = make(self)
         return self._memo[name]
-
-
-def anomaly_frames(x: Inputs) -> dict[str, DataFrame]:
-    """Every kind's offending rows."""
-    rules = {"lost": lost, "overwritten": overwritten, "duplicate": duplicate,
-             "reordered": reordered, "unexpected": unexpected, "divergent": divergent,
-             "aborted_read": aborted_read, "skipped": skipped, "redelivered": redelivered,
-             "recovered": recovered, "poll_skip": poll_skip,
-             "nonmonotonic_poll": nonmonotonic_poll}
-    return {k: rules[k](x) for k in KINDS}
 
 
 def _unless_none(x: Inputs, kind: str, rows: int, df: DataFrame) -> DataFrame:
@@ -143,7 +113,7 @@ def reordered(x: Inputs) -> DataFrame:
                .rowsBetween(Window.unboundedPreceding, -1))
     return (x.views.records.where(F.col("producer").isNotNull() & CONSUMED())
             .select("record_id", "producer", "seq", "status", "topic", "partition",
-                    "ack_ts_us", *POS_COLS)
+                    "ack_ts_us", "acked_by", *POS_COLS)
             .withColumn("earlier_max_offset", F.max("pos_offset").over(earlier))
             .where(F.col("pos_offset") < F.col("earlier_max_offset")))
 
@@ -153,7 +123,8 @@ def redelivered(x: Inputs) -> DataFrame:
     in `run` (counted: k − 1 extra deliveries for a position delivered k times)."""
     return _unless_none(x, "redelivered", x.views.sizes["redelivered"], x.views.groups.where(
         F.col("deliveries") > 1).select(
-        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries")))
+        "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"),
+        "first_recv_us"))
 
 
 # -- kinds that read rows of the consumed table --
@@ -165,8 +136,8 @@ def duplicate(x: Inputs) -> DataFrame:
     dup = _duplicate_ids(x)
     return _unless_none(x, "duplicate", n, x.once("watched", _watched).join(
         small(dup, n), "record_id").select(
-        "record_id", "producer", "seq", "status", "ack_ts_us", "n_positions", *OFFSET,
-        "consumer", "group_id", "phase", "recv_ts_us"))
+        "record_id", "producer", "seq", "status", "ack_ts_us", "acked_by", "n_positions", *OFFSET,
+        "consumer", "group_id", "phase", "recv_ts_us", "leader_epoch"))
 
 
 def divergent(x: Inputs) -> DataFrame:
@@ -187,12 +158,13 @@ def overwritten(x: Inputs) -> DataFrame:
     return _unless_none(x, "overwritten", n, (
         x.once("watched", _watched)
         .select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
-                F.col("consumer").alias("consumed_by"))
+                F.col("consumer").alias("consumed_by"),
+                F.col("leader_epoch").alias("consumed_leader_epoch"))
         .join(small(candidates, n), list(OFFSET))
         .where(F.col("consumed_record_id").isNull()
                | (F.col("consumed_record_id") != F.col("record_id")))
-        .select("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us",
-                "consumed_record_id", "consumed_by")))
+        .select("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us", "acked_by",
+                "consumed_record_id", "consumed_by", "consumed_leader_epoch")))
 
 
 def skipped(x: Inputs) -> DataFrame:
@@ -265,18 +237,18 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
 # -- shared inputs, each computed once --
 
 def _with_ack(x: Inputs, rows: DataFrame, id_col: str, n: int) -> DataFrame:
-    """rows (about n) with the ack_ts_us of the record `id_col` names, so that they
-    are explained like the others (anomaly_output.Explainer)."""
+    """rows (about n) with the ack_ts_us and acked_by of the record `id_col` names, so
+    that they are explained like the others (anomaly_output.Explainer)."""
     ids = rows.select(F.col(id_col).alias("record_id")).where(
         F.col("record_id").isNotNull()).distinct()
     acks = (x.views.records.join(small(ids, n), "record_id", "left_semi")
-            .select(F.col("record_id").alias(id_col), "ack_ts_us"))
+            .select(F.col("record_id").alias(id_col), "ack_ts_us", "acked_by"))
     return rows.join(acks, id_col, "left")
 
 
 def _duplicate_ids(x: Inputs) -> DataFrame:
     return x.views.records.where(F.col("n_positions") >= 2).select(
-        "record_id", "producer", "seq", "status", "ack_ts_us", "n_positions")
+        "record_id", "producer", "seq", "status", "ack_ts_us", "acked_by", "n_positions")
 
 
 def _divergent_at(x: Inputs) -> DataFrame:
@@ -303,7 +275,7 @@ def _overwrite_candidates(x: Inputs) -> tuple[DataFrame, int]:
     so only those whose position is elsewhere or unknown, and those acked at a
     divergent offset, are checked against the consumed rows at their offset."""
     n = x.views.sizes
-    cols = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us")
+    cols = ("record_id", "producer", "seq", *OFFSET, "send_ts_us", "ack_ts_us", "acked_by")
     if not (n["moved_acked"] or n["divergent_offsets"]):
         return x.views.records.select(*cols).limit(0), 0
     acked_at, elsewhere = x.views.records.where(ACKED_AT()), ~AT_OWN_OFFSET()

@@ -1,18 +1,27 @@
 """Writing each kind's rows, explained, and counting them (the spec's "Explaining an
 anomaly").
 
-Every row gets `leader_at_ack` (the broker the `observe` events name as its
-partition's leader at the row's ack_ts_us; null if unknown) and `faults_at_ack`
-(the fault_ids active then: injected at or before, healed at or after;
-possibly empty). The row's ack_ts_us is its record's: for skipped and
-poll_skip rows, the record the drain saw at that offset. Rows of kinds that
-name no record (redelivered) or whose record has no ack_ts_us get a null
-leader and an empty list; the summary's `anomalies_by_fault` counts them under
-`unknown`, rows acked while no fault was active under `none`. A row acked
-inside two faults counts for both.
+Every row gets, from its topic, partition and ack time:
+- `leader_at_ack`: the broker that acknowledged the record, as the producer itself
+  knew it (its `acked_by`); null when the client could not tell;
+- `elected_leader_at_ack`: the broker the observer's `leader` events name as the
+  partition's leader then (the controller's view). Where the two differ, a deposed
+  leader acknowledged the record;
+- `faults_at_ack`: the fault_ids active then (injected at or before, healed at or
+  after; possibly empty);
+- `fault_id`: the fault the row is charged to (timeline.Timeline.owner: active at
+  the ack, or healed no more than 10 s before it, injected last), "none" if no fault
+  qualifies. A deposed leader goes on acknowledging after the heal until it learns of
+  the new leader: those records belong to the fault that deposed it.
+The row's ack time is its record's: for skipped and poll_skip rows, the record the
+drain saw at that offset. Rows that name no acknowledged record (redelivered) are
+charged by the time the group first received the offset (`first_recv_us`); rows
+with neither time get "none".
 
-Counts (totals and per fault) are taken from the written files with one rule
-(COUNT_BY), so summary.json and the Parquet cannot disagree.
+Counts (totals and per fault) are taken from the written files with one rule (each
+kind's count_by, spark_reports/kinds.py), so summary.json and the Parquet cannot
+disagree; per fault, each counted key (a record_id, an offset …) goes to one
+fault_id, so a kind's counts over all fault_ids add up to its total.
 """
 from __future__ import annotations
 
@@ -25,15 +34,16 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from spark_reports.anomalies import COUNT_BY, KINDS
+from spark_reports.kinds import KINDS, by_name
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import Timeline
+from spark_reports.timeline import AFTER_HEAL_US, Timeline
 
 SAMPLE_ROWS = 20
 # A kind with at most this many rows is fetched to the driver once (Arrow) and
 # written there: one job instead of Spark's write and read-back jobs
 # (benchmarks/RESULTS.md). A kind with more rows is written by Spark.
 DRIVER_WRITE_MAX_ROWS = 100_000
+EXPLAIN_COLUMNS = ("leader_at_ack", "elected_leader_at_ack", "faults_at_ack", "fault_id")
 
 
 @dataclass
@@ -42,48 +52,58 @@ class AnomalyResult:
     by_fault: dict[str, dict[str, int]]
     samples: dict[str, list[dict]]
     columns: dict[str, list[str]]
-    # kind -> the largest groups of its rows by (partition, leader, faults): what the
-    # report says in words and draws on the timeline
+    # kind -> the largest groups of its rows by (partition, who acknowledged, who was
+    # elected, fault): what the report says in words and draws on the timeline
     explanations: dict[str, list[dict]]
 
 
 class Explainer:
-    """Adds leader_at_ack and faults_at_ack (module docstring) to a frame, from its
-    topic, partition and ack_ts_us (null when it has none), for every frame of one run:
-    the timeline's literal arrays are built once. Built for each of the twelve kinds,
-    they took 2 800 of the 13 800 Py4J calls of a warm verify of a 90 000-record run
-    (benchmarks/RESULTS.md)."""
+    """Adds the explanation columns (module docstring) to a frame, for every frame of
+    one run: the timeline's literal arrays are built once. Built for each of the twelve
+    kinds, they took 2 800 of the 13 800 Py4J calls of a warm verify of a 90 000-record
+    run (benchmarks/RESULTS.md)."""
 
     def __init__(self, tl: Timeline):
         leaders = [o for o in tl.observations if o.name == "leader" and o.partition is not None]
         self.observations = F.array(*[
             F.struct(F.lit(o.topic).cast("string").alias("t"), F.lit(o.partition).alias("p"),
-                     F.lit(o.ts_us).alias("ts"), F.lit(_broker(o)).cast("string").alias("b"))
+                     F.lit(o.ts_us).alias("ts"), F.lit(_broker_id(o.leader)).cast("int").alias("b"))
             for o in sorted(leaders, key=lambda o: o.ts_us)]) if leaders else None
+        # by injection time, so the last that qualifies is the one injected last
         self.windows = F.array(*[
             F.struct(F.lit(f.fault_id).alias("id"), F.lit(f.start_us).alias("a"),
-                     F.lit(f.end_us).alias("z")) for f in tl.faults]) if tl.faults else None
+                     F.lit(f.end_us).alias("z"))
+            for f in sorted(tl.faults, key=lambda f: f.start_us)]) if tl.faults else None
 
     def __call__(self, df: DataFrame) -> DataFrame:
         ack = F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long")
-        leader = F.lit(None).cast("string")
+        seen = F.coalesce(ack, F.col("first_recv_us")) if "first_recv_us" in df.columns else ack
+        acked_by = (F.col("acked_by") if "acked_by" in df.columns else F.lit(None)).cast("int")
+        elected = F.lit(None).cast("int")
         if self.observations is not None:
             before = F.filter(self.observations, lambda o: (o["p"] == F.col("partition")) & (
                 o["t"].isNull() | (o["t"] == F.col("topic"))) & (o["ts"] <= ack))
-            leader = F.when(F.size(before) > 0, F.element_at(before, -1)["b"])
-        faults = F.array().cast("array<string>")
+            elected = F.when(F.size(before) > 0, F.element_at(before, -1)["b"])
+        faults, owner = F.array().cast("array<string>"), F.lit("none")
         if self.windows is not None:
             faults = F.coalesce(F.transform(F.filter(
                 self.windows, lambda w: (w["a"] <= ack) & (ack <= w["z"])), lambda w: w["id"]),
                 faults)
-        return df.select("*", leader.alias("leader_at_ack"), faults.alias("faults_at_ack"))
+            owners = F.filter(self.windows, lambda w: (w["a"] <= seen)
+                              & (seen <= w["z"] + AFTER_HEAL_US))
+            owner = F.coalesce(F.when(F.size(owners) > 0, F.element_at(owners, -1)["id"]),
+                               F.lit("none"))
+        return df.select("*", acked_by.alias("leader_at_ack"), elected.alias("elected_leader_at_ack"),
+                         faults.alias("faults_at_ack"), owner.alias("fault_id"))
 
 
-def _broker(o) -> str | None:
-    """The leader as the observer names it: the node (event target), else its id."""
-    if o.target:
-        return str(o.target)
-    return None if o.leader in (None, -1) else str(o.leader)
+def _broker_id(leader) -> int | None:
+    """The leader id an observe event names (None: no leader, -1)."""
+    try:
+        b = int(leader)
+    except (TypeError, ValueError):
+        return None
+    return b if b >= 0 else None
 
 
 def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: Timeline,
@@ -93,7 +113,7 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
     sets were observed empty), written from their schema alone, with no Spark job."""
     out = AnomalyResult({}, defaultdict(dict), {}, {}, {})
     explain = Explainer(tl)
-    for kind in KINDS:
+    for kind in (k.name for k in KINDS):
         df = explain(frames[kind])
         rows = (_no_rows(df) if kind in empty else
                 df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow())
@@ -126,8 +146,8 @@ def _no_rows(df: DataFrame) -> pa.Table:
 
 
 def count(rows: pa.Table, kind: str) -> int:
-    """A kind's count by its rule (COUNT_BY) over its written rows."""
-    how, keys = COUNT_BY[kind]
+    """A kind's count by its rule (count_by) over its written rows."""
+    how, keys = by_name(kind).count_by
     if how == "rows" or rows.num_rows == 0:
         return rows.num_rows
     if how == "sum":
@@ -136,49 +156,57 @@ def count(rows: pa.Table, kind: str) -> int:
 
 
 def count_by_fault(rows: pa.Table, kind: str) -> dict[str, int]:
-    """The kind's count per fault active at each row's ack ("none": no fault was
-    active; "unknown": the row has no ack time)."""
+    """The kind's count per fault_id the rows are charged to. A counted key whose rows
+    name different faults (the deliveries of one duplicate) goes to the first of them
+    in row order, so the counts add up to the kind's total."""
     if rows.num_rows == 0:
         return {}
-    faults = rows.column("faults_at_ack").combine_chunks()
-    lengths = pc.list_value_length(faults).to_pylist()
-    acked = (rows.column("ack_ts_us").is_valid().to_pylist() if "ack_ts_us" in rows.column_names
-             else [False] * rows.num_rows)
-    fault_rows = pa.table({"i": pc.list_parent_indices(faults),
-                           "fault": pc.list_flatten(faults)})
-    groups: dict[str, list[int]] = defaultdict(list)
-    for i, f in zip(fault_rows["i"].to_pylist(), fault_rows["fault"].to_pylist(), strict=True):
-        groups[f].append(i)
-    for i, (n, a) in enumerate(zip(lengths, acked, strict=True)):
-        if not n:
-            groups["none" if a else "unknown"].append(i)
-    return {f: count(rows.take(idx), kind) for f, idx in sorted(groups.items())}
+    how, keys = by_name(kind).count_by
+    owner = rows.column("fault_id").to_pylist()
+    if how == "distinct":
+        first: dict[tuple, str] = {}
+        for key, f in zip(zip(*(rows.column(k).to_pylist() for k in keys)), owner, strict=True):
+            first.setdefault(key, f)
+        totals: dict[str, int] = defaultdict(int)
+        for f in first.values():
+            totals[f] += 1
+        return dict(sorted(totals.items()))
+    values = rows.column(keys[0]).to_pylist() if how == "sum" else [1] * rows.num_rows
+    totals = defaultdict(int)
+    for f, v in zip(owner, values, strict=True):
+        totals[f] += int(v or 0)
+    return dict(sorted(totals.items()))
 
 
 EXPLAINED_GROUPS = 12
+GROUP_BY = ("topic", "partition", "leader_at_ack", "elected_leader_at_ack", "fault_id")
 
 
 def explanations(rows: pa.Table, kind: str) -> list[dict]:
-    """The kind's rows grouped by (topic, partition, leader_at_ack, faults_at_ack),
-    each with its count (the kind's rule) and first and last ack time; the largest
-    EXPLAINED_GROUPS groups."""
+    """The kind's rows grouped by (topic, partition, who acknowledged, who was elected,
+    the fault charged), each with its count (the kind's rule), first and last ack time
+    and the faults active at them; overwritten rows also with the leader epochs that
+    wrote the records that survived. The largest EXPLAINED_GROUPS groups."""
     if rows.num_rows == 0:
         return []
-    acks = (rows.column("ack_ts_us").to_pylist() if "ack_ts_us" in rows.column_names
-            else [None] * rows.num_rows)
-    keys = zip(rows.column("topic").to_pylist(), rows.column("partition").to_pylist(),
-               rows.column("leader_at_ack").to_pylist(),
-               map(tuple, rows.column("faults_at_ack").to_pylist()), strict=True)
+    n = rows.num_rows
+    col = {c: (rows.column(c).to_pylist() if c in rows.column_names else [None] * n)
+           for c in (*GROUP_BY, "ack_ts_us", "faults_at_ack", "consumed_leader_epoch")}
     groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, key in enumerate(keys):
+    for i, key in enumerate(zip(*(col[c] for c in GROUP_BY), strict=True)):
         groups[key].append(i)
     out = []
-    for (topic, part, leader, faults), idx in groups.items():
-        times = [acks[i] for i in idx if acks[i] is not None]
-        out.append({"topic": topic, "partition": part, "leader": leader, "faults": list(faults),
-                    "count": count(rows.take(idx), kind),
-                    "first_ack_us": min(times, default=None),
-                    "last_ack_us": max(times, default=None)})
+    for key, idx in groups.items():
+        times = [col["ack_ts_us"][i] for i in idx if col["ack_ts_us"][i] is not None]
+        g = dict(zip(("topic", "partition", "leader", "elected_leader", "fault_id"), key,
+                     strict=True))
+        g.update(count=count(rows.take(idx), kind), first_ack_us=min(times, default=None),
+                 last_ack_us=max(times, default=None),
+                 faults=sorted({f for i in idx for f in (col["faults_at_ack"][i] or [])}))
+        epochs = sorted({col["consumed_leader_epoch"][i] for i in idx} - {None})
+        if epochs:
+            g["surviving_leader_epochs"] = epochs
+        out.append(g)
     out.sort(key=lambda g: (-g["count"], str(g["topic"]), g["partition"] or 0))
     return out[:EXPLAINED_GROUPS]
 
@@ -188,8 +216,8 @@ def _read_written(loc: RunLocation, kind: str) -> pa.Table:
     those: a kind may have many millions of rows)."""
     files = loc.list_parquet("report", "anomalies", kind)
     names = pq.read_schema(files[0], filesystem=loc.fs).names
-    cols = [c for c in dict.fromkeys([*COUNT_BY[kind][1], "topic", "partition", "ack_ts_us",
-                                      "leader_at_ack", "faults_at_ack"]) if c in names]
+    cols = [c for c in dict.fromkeys([*by_name(kind).count_by[1], *GROUP_BY, "ack_ts_us",
+                                      "faults_at_ack", "consumed_leader_epoch"]) if c in names]
     return pa.concat_tables([pq.read_table(f, columns=cols, filesystem=loc.fs) for f in files])
 
 

@@ -30,10 +30,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from spark_reports.timeline import Timeline, touched_partitions
-
-# How long after a heal the spec still looks for leader/ISR changes and windows.
-AFTER_HEAL_US = 10_000_000
+from spark_reports.timeline import Timeline, controller_failover, touched_partitions
 
 PCTS = (("p50", 0.5), ("p99", 0.99), ("p999", 0.999))
 DEFAULT_UNAVAILABILITY_THRESHOLD_S = 1.0
@@ -357,34 +354,48 @@ def touched_by_fault(tl: Timeline, hist: dict[str, list], all_partitions: list[t
     for i, tp, _, _, _ in hist["fault_sent"]:
         if tp in keys:
             written[i].add(keys[tp])
-    return {i: touched_partitions(f, tl, all_partitions, sorted(written[i]), AFTER_HEAL_US)
+    return {i: touched_partitions(f, tl, all_partitions, sorted(written[i]))
             for i, f in enumerate(tl.faults)}
 
 
-def recovery(tl: Timeline, touched: dict, windows: list[dict]) -> list[dict]:
-    """Per fault, the spec's recovery from the unavailability windows: for each
-    touched partition, the end of the last window that began between the injection
-    and 10 s after the heal, minus the injection (0 when there is none). Reading:
-    a window still open at the injection counts as beginning with it (acks stop a
-    moment *before* the fault is logged: its last ack is the window's start);
-    `after_heal_s`, that end minus the heal (not below 0; null for a fault never
-    healed); `unavailable_s`, those windows' summed seconds. A window still open
-    when sends ended makes the partition's recovery null (never recovered). The
-    fault's three numbers are the largest over its partitions; `seconds` is null
-    when a partition never recovered (and so are the other two)."""
+def window_owner(tl: Timeline, window: dict, threshold_us: int) -> str:
+    """The fault_id a window belongs to (Timeline.owner: it was seen at its start plus
+    the threshold, when it became a window), or "none"."""
+    f = tl.owner(window["start_us"] + threshold_us)
+    return f.fault_id if f is not None else "none"
+
+
+def recovery(tl: Timeline, touched: dict, windows: list[dict],
+             threshold_us: int = int(DEFAULT_UNAVAILABILITY_THRESHOLD_S * 1e6)) -> list[dict]:
+    """Per fault, the spec's recovery from the unavailability windows that belong to it
+    (window_owner): for each partition it touched, the end of its last such window
+    minus the injection (0 when there is none: the fault cost no availability,
+    `no_partition_unavailable`); `after_heal_s`, that end minus the heal (not below 0;
+    null for a fault never healed); `unavailable_s`, those windows' summed seconds. A
+    window of its own still open when sends ended makes the partition's recovery null
+    (never recovered). The fault's three numbers are the largest over its partitions;
+    `seconds` is null when a partition never recovered (and so are the other two).
+    Reading: a partition with a window that belongs to the fault was touched by it,
+    whether or not the observer saw its leader or ISR change. A fault that stopped or
+    cut off the active controller also gets `controller_failover_s`."""
     out = []
     for i, f in enumerate(tl.faults):
+        mine = [w for w in windows if window_owner(tl, w, threshold_us) == f.fault_id]
         parts, reason = touched[i]
+        parts = sorted(set(parts) | {(w["topic"], w["partition"]) for w in mine})
         per = {f"{t}-{p}": _partition_recovery(f, [
-            w for w in windows if (w["topic"], w["partition"]) == (t, p)
-            and w["end_us"] >= f.start_us and w["start_us"] <= f.end_us + AFTER_HEAL_US])
-            for t, p in parts}
+            w for w in mine if (w["topic"], w["partition"]) == (t, p)]) for t, p in parts}
         never = sorted(k for k, r in per.items() if r is None)
-        out.append({"fault_id": f.fault_id, "name": f.name, "target": f.target,
+        failover = controller_failover(f, tl)
+        out.append({"fault_id": f.fault_id, "name": f.name, "label": f.label,
+                    "description": f.description, "target": f.target,
                     "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
                     "seconds": _largest(per, "seconds"),
                     "after_heal_s": _largest(per, "after_heal_s") if f.healed else None,
                     "unavailable_s": _largest(per, "unavailable_s"),
+                    "windows": len(mine), "no_partition_unavailable": not mine,
+                    "controller_failover_s": failover["seconds"] if failover else None,
+                    "controller": failover,
                     "partitions": per, "partitions_from": reason, "never_recovered": never})
     return out
 

@@ -44,7 +44,8 @@ from pyspark.sql import types as T
 from spark_reports.storage import RunLocation
 
 PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "offset",
-                 "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome")
+                 "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome",
+                 "acked_by")
 OFFSET = ("topic", "partition", "offset")
 POLL_KEY = ("consumer", "assignment", "topic", "partition")
 POLL_COLUMNS = (*POLL_KEY, "offset", "poll_seq", "group_id", "isolation", "record_id",

@@ -1,4 +1,10 @@
-"""report/index.html: one self-contained page (plots embedded as base64 PNG)."""
+"""report/index.html: one self-contained page (plots embedded as base64 PNG).
+
+It answers in the order a reader asks: did the run pass, and why (the banner names
+every expectation and how it went); what each fault did, in words; what else went
+wrong; then the anomalies, the plots and the tables behind them. Expected anomalies
+are amber, violations red; red means nothing else on the page.
+"""
 from __future__ import annotations
 
 import base64
@@ -10,53 +16,31 @@ from typing import Any
 import yaml
 
 from spark_reports import plots
-
-RULES = {
-    "lost": "acked record never consumed in any phase",
-    "overwritten": "acked at (partition, offset) but another record was consumed at that offset",
-    "duplicate": "one record_id consumed at two or more distinct positions",
-    "reordered": "position offset lower than an earlier seq's on the same producer and partition",
-    "unexpected": "consumed record_id never sent, or failed outside a transaction",
-    "divergent": "different record_ids seen at the same (topic, partition, offset)",
-    "aborted_read": "read_committed consumer saw a record of an aborted transaction",
-    "skipped": "group committed past an offset the drain saw but the group never received",
-    "redelivered": "extra deliveries of one position to one group in run (counted, not a fault)",
-    "recovered": "indeterminate record that was consumed (counted, not a fault)",
-    "poll_skip": "a consumer jumped over a record it could read, inside one assignment",
-    "nonmonotonic_poll": "a consumer went back to an offset, inside one assignment",
-}
-
-# What happened, in words: "<n> <what> <topic-partition>" (explain()).
-WORDS = {
-    "lost": "acknowledged records of {tp} were lost",
-    "overwritten": "acknowledged records of {tp} were overwritten by other records",
-    "duplicate": "records of {tp} were written at two or more offsets",
-    "reordered": "records of {tp} sit below an earlier record of their producer",
-    "unexpected": "records read from {tp} were never sent, or had failed",
-    "divergent": "offsets of {tp} held different records for different consumers",
-    "aborted_read": "records of aborted transactions on {tp} reached a read_committed consumer",
-    "skipped": "offsets of {tp} were committed past by a group that never received them",
-    "redelivered": "extra deliveries of {tp} went to a group that had them already",
-    "recovered": "records of {tp} whose outcome was unknown are in the log",
-    "poll_skip": "offsets of {tp} were jumped over by a consumer inside one assignment",
-    "nonmonotonic_poll": "deliveries of {tp} went back to an earlier offset inside one assignment",
-}
+from spark_reports.explain import RunFacts, count_words, explain, fault_story
+from spark_reports.kinds import KINDS
 
 CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 2em 3em;color:#222}
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto 3em;
+ padding:0 1.5em;max-width:1400px;color:#222;box-sizing:border-box}
 .banner{margin:1em 0;padding:1em 1.4em;border-radius:6px;color:#fff}
-.banner h1{margin:0 0 .3em;font-size:1.6em}.passed{background:#1b7837}.failed{background:#b2182b}
-.unknown{background:#8c6d1f}.banner ul{margin:.3em 0 0 1.2em;padding:0}
-table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em}
-td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top}
+.banner h1{margin:0 0 .4em;font-size:1.5em}.passed{background:#1b7837}.failed{background:#b2182b}
+.unknown{background:#8c6d1f}.banner ul{margin:.3em 0 0 1.2em;padding:0}.banner li{margin:.15em 0}
+.banner .times{margin:.6em 0 0;font-size:.85em;opacity:.9}
+table{border-collapse:collapse;margin:.5em 0 1em;font-size:.85em;max-width:100%}
+table.fit{table-layout:fixed;width:100%}
+td,th{border:1px solid #ccc;padding:.25em .6em;text-align:left;vertical-align:top;
+ overflow-wrap:anywhere}
 th{background:#f0f0f0}td.num{text-align:right;font-variant-numeric:tabular-nums}
-tr.bad td{background:#fde0dd}h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
-details{margin:.3em 0}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em}
-.muted{color:#777}img{max-width:100%}
+tr.bad td{background:#fde0dd}tr.expected td{background:#fee8c8}tr.zero td{color:#888}
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:1.6em}
+details{margin:.3em 0}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-size:.8em;
+ white-space:pre-wrap;overflow-wrap:anywhere}
+.muted{color:#777}img{max-width:100%;height:auto}
+.story td:first-child{white-space:nowrap;color:#555;width:6em}
+.kv{display:grid;grid-template-columns:repeat(auto-fill,minmax(14em,1fr));gap:.2em 1.2em;
+ font-size:.85em;margin:.5em 0 1em}.kv span.k{color:#555}
 """
-
-EXPECTED_BAD = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-                "aborted_read", "skipped", "poll_skip", "nonmonotonic_poll")
+MARKS = {"passed": "\u2713", "failed": "\u2717", "not judged": "\u2013"}
 
 
 def _img(png: bytes | None, alt: str) -> str:
@@ -82,35 +66,18 @@ def _ts(us: int | None) -> str:
 
 
 def when(us: int | None, t0_us: int) -> str:
-    """A time as people read it: seconds since the run started, and UTC wall clock."""
+    """A time as people read it: seconds since the first send, and UTC wall clock."""
     if us is None:
         return "–"
     return f"+{(us - t0_us) / 1e6:.3f} s ({_ts(us)} UTC)"
 
 
-def _count(n: int) -> str:
-    return f"{n:,}".replace(",", "\u2009")      # thin spaces: 14 840
-
-
-def explain(kind: str, g: dict, faults: dict[str, str]) -> str:
-    """One group of a kind's rows (anomaly_output.explanations) in words."""
-    tp = f"{g['topic']}-{g['partition']}" if g.get("partition") is not None else str(g["topic"])
-    text = f"{_count(g['count'])} {WORDS[kind].format(tp=tp)}"
-    if g.get("first_ack_us") is None:
-        return text + "."
-    text += "; all were acknowledged"
-    if g.get("leader"):
-        text += f" by {g['leader']}"
-    if g["faults"]:
-        names = [f"{f} ({faults[f]})" if f in faults else f for f in g["faults"]]
-        return text + f" while {' and '.join(names)} {'was' if len(names) == 1 else 'were'} active."
-    return text + " while no fault was active."
-
-
-def _table(headers: list[str], rows: list[list[Any]], bad: list[bool] | None = None) -> str:
-    out = ["<table><tr>" + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>"]
+def _table(headers: list[str], rows: list[list[Any]], classes: list[str] | None = None,
+           fit: bool = False) -> str:
+    out = [f"<table{' class=fit' if fit else ''}><tr>"
+           + "".join(f"<th>{escape(h)}</th>" for h in headers) + "</tr>"]
     for i, row in enumerate(rows):
-        cls = " class='bad'" if bad and bad[i] else ""
+        cls = f" class='{classes[i]}'" if classes and classes[i] else ""
         cells = "".join(
             f"<td class='num'>{escape(_fmt(c))}</td>" if isinstance(c, (int, float))
             and not isinstance(c, bool) else f"<td>{escape(_fmt(c))}</td>" for c in row)
@@ -118,19 +85,105 @@ def _table(headers: list[str], rows: list[list[Any]], bad: list[bool] | None = N
     return "".join(out) + "</table>"
 
 
-def _banner(summary: dict) -> str:
+# -- the banner: the verdict and why --------------------------------------------------
+
+def _where(summary: dict, kind: str, most: int = 3) -> str:
+    """Where a kind's rows are: its largest partitions, from the explanations."""
+    per: dict[str, int] = {}
+    for g in (summary.get("anomaly_explanations") or {}).get(kind, []):
+        tp = f"{g['topic']}-{g['partition']}"
+        per[tp] = per.get(tp, 0) + g["count"]
+    top = sorted(per.items(), key=lambda x: -x[1])[:most]
+    return ", ".join(f"{tp} ({count_words(n)})" for tp, n in top)
+
+
+def _check_sentence(c: dict, summary: dict) -> str:
+    metric = c["expectation"].split()[0]
+    an = (summary.get("anomalies") or {}).get(metric)
+    if c["status"] == "not judged":
+        return c["reason"]
+    seen = c["reason"]
+    if an:
+        where = _where(summary, metric)
+        seen = f"{count_words(an)} {metric}" + (f" on {where}" if where else "")
+    verb = "held" if c["status"] == "passed" else "was violated"
+    if c["status"] == "passed" and an and c["expectation"].split()[1] in (">", ">=", "!="):
+        verb = "was expected"
+    return f"{c['expectation']} {verb}: {seen}"
+
+
+def _headline(summary: dict, v: dict) -> str:
+    status = v.get("status", "unknown")
+    checks = v.get("checks") or []
+    if status == "unknown":
+        return f"UNKNOWN: {v.get('reason') or 'the run could not be judged'}"
+    if status == "failed":
+        return "FAILED: " + "; ".join(_check_sentence(c, summary) for c in checks
+                                      if c["status"] == "failed")
+    expected = [c for c in checks if c["status"] == "passed"
+                and (summary.get("anomalies") or {}).get(c["expectation"].split()[0])]
+    if expected:
+        return "PASSED: " + "; ".join(_check_sentence(c, summary) for c in expected)
+    held = sum(c["status"] == "passed" for c in checks)
+    return f"PASSED: every expectation held ({held} checked)"
+
+
+def _banner(summary: dict, t0: int, run_start: int | None) -> str:
     v = summary.get("verdict", {})
     status = v.get("status", "unknown")
-    items = list(v.get("failures") or [])
+    items = [f"<li>{MARKS.get(c['status'], '')} {escape(_check_sentence(c, summary))}</li>"
+             for c in v.get("checks") or []]
     if status == "unknown" and v.get("reason"):
-        items.insert(0, v["reason"])
-    lis = "".join(f"<li>{escape(x)}</li>" for x in items)
-    nj = v.get("not_judged") or []
-    njs = ("<details><summary>" + f"{len(nj)} expectation(s) not judged</summary><ul>"
-           + "".join(f"<li>{escape(x)}</li>" for x in nj) + "</ul></details>") if nj else ""
-    return (f"<div class='banner {escape(status)}'><h1>{escape(status.upper())}: run "
-            f"{escape(str(summary.get('run_id')))}</h1>"
-            + (f"<ul>{lis}</ul>" if lis else "") + njs + "</div>")
+        items.insert(0, f"<li><pre>{escape(v['reason'])}</pre></li>")
+    times = ""
+    if t0:
+        times = f"Times on this page: seconds since the first send (+0 = {_ts(t0)} UTC)"
+        if run_start and run_start < t0:
+            times += f"; the run started {(t0 - run_start) / 1e6:.1f} s before it"
+        times = f"<p class='times'>{escape(times)}.</p>"
+    return (f"<div class='banner {escape(status)}'><h1>{escape(_headline(summary, v))}</h1>"
+            f"<div>run {escape(str(summary.get('run_id')))}</div>"
+            + (f"<ul>{''.join(items)}</ul>" if items else "") + times + "</div>")
+
+
+# -- what each fault did, and what else went wrong -----------------------------------
+
+def _faults_in_words(summary: dict, run: RunFacts) -> str:
+    m = summary.get("metrics") or {}
+    isr = {f["fault_id"]: f for f in m.get("isr") or []}
+    out = ["<h2>What each fault did</h2>"]
+    recs = m.get("recovery") or []
+    if not recs:
+        return out[0] + "<p class='muted'>no fault was injected</p>"
+    for r in recs:
+        title = r.get("label") or r["name"]
+        out.append(f"<h3>{escape(title)} <span class='muted'>({escape(r['fault_id'])})</span></h3>")
+        lines = fault_story(r, isr.get(r["fault_id"]), summary, run)
+        out.append("<table class='story'>" + "".join(
+            f"<tr><td>{escape(t)}</td><td>{escape(s)}</td></tr>" for t, s in lines) + "</table>")
+    return "".join(out)
+
+
+def _problems(summary: dict, t0: int) -> str:
+    probs = summary.get("problems")
+    if probs is None:
+        return ""
+    if not probs:
+        return "<h2>What else went wrong</h2><p>Nothing: every workload ran to the end, every " \
+               "fault was injected and healed as planned.</p>"
+    return "<h2>What else went wrong</h2><ul>" + "".join(
+        f"<li>{escape((when(p['at_us'], t0) + ': ') if p.get('at_us') else '')}"
+        f"{escape(p['text'])}</li>" for p in probs) + "</ul>"
+
+
+# -- anomalies ----------------------------------------------------------------------
+
+def _row_class(kind, n: int, failed: set[str]) -> str:
+    if not n:
+        return "zero"
+    if kind.name in failed:
+        return "bad"
+    return "expected" if kind.bad else ""
 
 
 def _cell(col: str, v: Any, t0_us: int) -> Any:
@@ -140,28 +193,28 @@ def _cell(col: str, v: Any, t0_us: int) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
-def _anomalies(summary: dict, samples: dict, t0_us: int) -> str:
+def _anomalies(summary: dict, samples: dict, run: RunFacts) -> str:
     an = summary.get("anomalies") or {}
     if not an:
         return "<p class='muted'>not computed</p>"
-    rows = [[k, an.get(k), RULES[k]] for k in RULES]
-    html = [_table(["anomaly", "count", "rule"], rows,
-                   [k in EXPECTED_BAD and (an.get(k) or 0) > 0 for k in RULES])]
-    fault_names = {f["fault_id"]: f["name"]
-                   for f in (summary.get("metrics") or {}).get("fault_windows") or []}
-    said = [f"<li>{escape(explain(k, g, fault_names))}</li>"
-            for k in RULES for g in (summary.get("anomaly_explanations") or {}).get(k, [])]
+    failed = {c["expectation"].split()[0] for c in (summary.get("verdict") or {}).get("checks") or []
+              if c["status"] == "failed"}
+    shown = [k for k in KINDS if k.name in an]
+    html = [_table(["anomaly", "count", "rule"], [[k.name, an.get(k.name), k.rule] for k in shown],
+                   [_row_class(k, an.get(k.name) or 0, failed) for k in shown])]
+    said = [f"<li>{escape(explain(k.name, g, run))}</li>"
+            for k in shown for g in (summary.get("anomaly_explanations") or {}).get(k.name, [])]
     if said:
-        html.append("<h3>What happened</h3><ul>" + "".join(said) + "</ul>")
-    for k in RULES:
-        first = (samples.get("anomalies") or {}).get(k) or []
+        html.append("<h3>In words</h3><ul>" + "".join(said) + "</ul>")
+    for k in shown:
+        first = (samples.get("anomalies") or {}).get(k.name) or []
         if not first:
             continue
-        cols = (samples.get("columns") or {}).get(k) or list(first[0])
-        html.append(f"<details open><summary><b>{escape(k)}</b>: first {len(first)} row(s) "
-                    f"(all in report/anomalies/{escape(k)}/)</summary>"
-                    + _table(cols, [[_cell(c, r.get(c), t0_us) for c in cols] for r in first])
-                    + "</details>")
+        cols = (samples.get("columns") or {}).get(k.name) or list(first[0])
+        html.append(f"<details><summary><b>{escape(k.name)}</b>: first {len(first)} row(s) "
+                    f"(all in report/anomalies/{escape(k.name)}/)</summary>"
+                    + _table(cols, [[_cell(c, r.get(c), run.t0_us) for c in cols] for r in first],
+                             fit=True) + "</details>")
     return "".join(html)
 
 
@@ -174,7 +227,7 @@ def _latency_rows(metrics: dict) -> str:
     for f in metrics.get("fault_windows", []):
         for kind in ("ack", "e2e"):
             m = f.get(f"{kind}_latency_ms") or {}
-            rows.append([f"{kind} during {f['name']} ({f['fault_id']})", m.get("n"), m.get("p50"),
+            rows.append([f"{kind} during {f.get('label') or f['name']}", m.get("n"), m.get("p50"),
                          m.get("p99"), m.get("p999"), m.get("max")])
     return _table(["latency (ms)", "records", "p50", "p99", "p99.9", "max"], rows)
 
@@ -184,20 +237,22 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
     m = summary.get("metrics") or {}
     per_sec = m.get("per_second") or []
     t0 = m.get("run_start_us") or (per_sec[0]["second"] * 1_000_000 if per_sec else 0)
-    counts = summary.get("counts") or {}
+    run = RunFacts.of(summary, t0)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width'>"
              f"<title>harness report {escape(str(summary.get('run_id')))}</title>"
-             f"<style>{CSS}</style></head><body>", _banner(summary)]
-    parts.append(f"<p>Times: seconds since the run started (+s; first send "
-                 f"{escape(_ts(t0))} UTC) and UTC wall clock.</p>" if t0 else "")
-    parts.append("<h2>Counts</h2>")
-    parts.append(_table(list(counts), [list(counts.values())]) if counts
-                 else "<p class='muted'>not computed</p>")
-    parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, t0))
+             f"<style>{CSS}</style></head><body>",
+             _banner(summary, t0, (manifest or {}).get("start_us"))]
+    if m:
+        parts.append(_faults_in_words(summary, run))
+    parts.append(_problems(summary, t0))
+    parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, run))
     if per_sec:
         parts.append(_throughput(m, t0))
     if m:
-        parts.append(_faults_and_recovery(summary, m, t0))
+        parts.append(_leadership_and_recovery(summary, m, t0))
+        parts.append("<h2>Latency</h2>" + _latency_rows(m))
+    parts.append(_counts(summary.get("counts") or {}))
     parts.append(_configuration(summary, scenario, manifest))
     notes = summary.get("notes") or []
     if notes:
@@ -205,6 +260,14 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
     parts.append(f"<p class='muted'>generated {escape(str(summary.get('generated_at')))} in "
                  f"{_fmt(summary.get('verify_seconds'))} s</p></body></html>")
     return "".join(parts)
+
+
+def _counts(counts: dict) -> str:
+    if not counts:
+        return "<h2>Counts</h2><p class='muted'>not computed</p>"
+    return "<h2>Counts</h2><div class='kv'>" + "".join(
+        f"<div><span class='k'>{escape(k)}</span> {escape(_fmt(v))}</div>"
+        for k, v in counts.items()) + "</div>"
 
 
 def _throughput(m: dict, t0: int) -> str:
@@ -219,36 +282,41 @@ def _throughput(m: dict, t0: int) -> str:
               f"active seconds; peak acked {_fmt(tp.get('acked_per_s_max'))}/s.</p>")
 
 
-def _faults_and_recovery(summary: dict, m: dict, t0: int) -> str:
+def _leadership_and_recovery(summary: dict, m: dict, t0: int) -> str:
     faults = m.get("fault_windows") or []
     tl = summary.get("timeline") or {}
-    marks = {k: v for k, v in (summary.get("anomaly_explanations") or {}).items()
-             if k in ("lost", "overwritten")}
-    out = ["<h2>Latency</h2>" + _latency_rows(m), "<h2>Leadership, ISR and unavailability</h2>",
+    marks = {k.name: (summary.get("anomaly_explanations") or {}).get(k.name) or []
+             for k in KINDS if k.mark}
+    brokers = {int(k): v for k, v in (tl.get("brokers") or {}).items()}
+    out = ["<h2>Leadership, ISR and unavailability</h2>",
            _img(plots.leadership_png(tl.get("observations") or [], m.get("partitions") or [],
                                      m.get("unavailability") or [], faults, t0,
-                                     m.get("run_end_us") or t0, marks),
+                                     m.get("run_end_us") or t0, marks, brokers),
                 "leader/ISR timeline")]
     un = m.get("unavailability") or []
+    labels = {f["fault_id"]: f.get("label") or f["name"] for f in faults}
     thr = (summary.get("config") or {}).get("unavailability_threshold_s")
     out.append(f"<p>Unavailability windows (no successful ack for more than {_fmt(thr)} s "
                f"while sends were pending; not before a partition's first ack): {len(un)}</p>")
     if un:
-        out.append(_table(["partition", "from", "to", "seconds", "ended by an ack"],
+        out.append(_table(["partition", "from", "to", "seconds", "ended by an ack", "fault"],
                           [[f"{w['topic']}-{w['partition']}", when(w["start_us"], t0),
-                            when(w["end_us"], t0), w["seconds"], w["ended_by_ack"]]
-                           for w in un[:200]]))
+                            when(w["end_us"], t0), w["seconds"], w["ended_by_ack"],
+                            labels.get(w.get("fault_id"), w.get("fault_id") or "–")]
+                           for w in un[:200]], fit=True))
     rec = m.get("recovery") or []
     if rec:
         out.append("<h2>Faults and recovery</h2>")
         out.append(_table(
-            ["fault", "target", "injected", "healed", "recovery (s)", "after heal (s)",
-             "unavailable (s)", "partitions (from)", "never recovered"],
-            [[f"{r['name']} ({r['fault_id']})", r.get("target"), when(r["start_us"], t0),
-              when(r["end_us"], t0) if r.get("healed") else "never", r.get("seconds"),
-              r.get("after_heal_s"), r.get("unavailable_s"),
+            ["fault", "what it did", "injected", "healed", "recovery (s)", "after heal (s)",
+             "unavailable (s)", "controller failover (s)", "partitions (from)",
+             "never recovered"],
+            [[r.get("label") or r["name"], r.get("description") or r.get("target"),
+              when(r["start_us"], t0), when(r["end_us"], t0) if r.get("healed") else "never",
+              "no partition unavailable" if r.get("no_partition_unavailable") else r.get("seconds"),
+              r.get("after_heal_s"), r.get("unavailable_s"), r.get("controller_failover_s"),
               f"{len(r['partitions'])} ({r['partitions_from']})",
-              ", ".join(r.get("never_recovered") or [])] for r in rec]))
+              ", ".join(r.get("never_recovered") or [])] for r in rec], fit=True))
     return "".join(out)
 
 
@@ -264,7 +332,8 @@ def _configuration(summary: dict, scenario: dict | None, manifest: dict | None) 
     if checks:
         out.append(_table(["expectation", "actual", "status", "reason"],
                           [[c["expectation"], c["actual"], c["status"], c["reason"]]
-                           for c in checks], [c["status"] == "failed" for c in checks]))
+                           for c in checks], [("bad" if c["status"] == "failed" else "")
+                                              for c in checks]))
     for name, doc in (("scenario.yaml", scenario), ("manifest.json", manifest)):
         body = (yaml.safe_dump(doc, sort_keys=False) if name.endswith("yaml")
                 else json.dumps(doc, indent=2)) if doc is not None else "absent"

@@ -31,7 +31,8 @@ REQUIRED_TABLES = ("produced", "consumed")
 # Columns the contract added after histories were first written: a part file
 # without them is read as if they were all null (the reconciler says how many rows
 # that left unjudged).
-ADDED_LATER = {"consumed": ("poll_seq", "assignment")}
+ADDED_LATER = {"consumed": ("poll_seq", "assignment", "leader_epoch"),
+               "produced": ("acked_by",)}
 MAX_PROBLEMS = 20
 
 

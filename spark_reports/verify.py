@@ -24,11 +24,12 @@ The verdict is "unknown" (exit 2) when the history is malformed or has no
 saying why.
 
 Optional inputs read from RUN_DIR (absent is fine, and the report says so):
-- scenario.yaml: facts for conditional expectations (keys: verifiers/facts.py);
-  `expectations:` (or `expect:`) — the scenario's expectations, used when no
-  --expect file is given (format: verifiers/expectations.py);
-  `verify.unavailability_threshold_s` (or top-level
-  `unavailability_threshold_s`), default 1 s. Shown in the report.
+- scenario.yaml, read as the scenario model (harness/scenario.py) once: facts for
+  conditional expectations (verifiers/facts.py); `expect:` — the scenario's
+  expectations, used when no --expect file is given (format:
+  verifiers/expectations.py); `report.unavailability_threshold_s` (default 1 s),
+  unless the caller gives one. A document that is not a valid scenario still gives
+  its `expectations:`/`expect:` list; its facts are unknown. Shown in the report.
 - manifest.json: shown in the report as is.
 """
 from __future__ import annotations
@@ -49,7 +50,7 @@ from harness.errors import HarnessError
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
-from verifiers.facts import derive_facts
+from verifiers.facts import load_model, model_facts
 from verifiers.verdict import Verdict, judge, unknown
 
 
@@ -58,6 +59,8 @@ class RunConfig:
     scenario: dict | None
     manifest: dict | None
     notes: list[str] = field(default_factory=list)
+    model: Any = None                 # harness.scenario.Scenario, when scenario.yaml is one
+    model_problem: str | None = None  # why there is no model
 
 
 @dataclass
@@ -95,6 +98,7 @@ def read_config(loc: RunLocation) -> RunConfig:
                                  "the run's configuration is unknown", cfg.notes)
     cfg.manifest = _read_mapping(loc, "manifest.json", json.loads, ValueError,
                                  "versions and cluster spec unknown", cfg.notes)
+    cfg.model, cfg.model_problem = load_model(cfg.scenario)
     return cfg
 
 
@@ -135,7 +139,7 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         raise HarnessError(f"{run_dir}: no such run directory")
     cfg = read_config(loc)
     exps = resolve_expectations(expect, cfg)
-    facts, fact_sources = derive_facts(cfg.scenario)
+    facts, fact_sources = model_facts(cfg.model, cfg.model_problem)
     for k, v in exps.facts:
         facts[k], fact_sources[k] = v, f"{exps.source}: facts.{k}"
     if any(k in ("acks_all", "min_isr_2", "clean_elections") for k, _ in exps.facts) \
@@ -199,13 +203,11 @@ def derive_durable(facts: dict) -> bool | None:
 
 
 def _threshold_from(cfg: RunConfig) -> float:
+    """The run's own `report.unavailability_threshold_s` (the scenario model's default
+    when the scenario does not set it); Kafka-wide default without a valid scenario."""
     from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
-    for path in (("verify", "unavailability_threshold_s"), ("unavailability_threshold_s",)):
-        d: Any = cfg.scenario or {}
-        for p in path:
-            d = d.get(p) if isinstance(d, dict) else None
-        if isinstance(d, (int, float)) and d > 0:
-            return float(d)
+    if cfg.model is not None:
+        return float(cfg.model.report.unavailability_threshold_s)
     return DEFAULT_UNAVAILABILITY_THRESHOLD_S
 
 
@@ -233,8 +235,9 @@ class _Steps:
 def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
     """The views, then the metrics (in a thread of their own) beside the anomaly
     kinds; then the verdict."""
-    from spark_reports.anomalies import Inputs, anomaly_frames
+    from spark_reports.anomalies import Inputs
     from spark_reports.anomaly_output import write_anomalies
+    from spark_reports.kinds import anomaly_frames
     from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
     from spark_reports.tables import read_on_driver, read_tables
     from spark_reports.timeline import parse_events
@@ -286,6 +289,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
         scratch.remove()
     _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
     _summarize_metrics(summary, m, views.sizes, scanned, tl)
+    _summarize_problems(summary, tl, loc)
     return _verdict(summary, exps, facts, fact_sources), {
         "anomalies": result.samples, "columns": result.columns}
 
@@ -300,6 +304,15 @@ def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> N
         summary["notes"].append(
             f"{scanned.counts['consumed_run_unordered']} run deliveries have no poll_seq or "
             "assignment: poll_skip and nonmonotonic_poll did not judge them")
+
+
+def _summarize_problems(summary: dict, tl, loc) -> None:
+    """Workloads that died (counted: a default expectation) and what else went wrong."""
+    from spark_reports.problems import find_problems, workload_deaths
+    deaths = workload_deaths(tl)
+    summary["counts"]["workload_deaths"] = len(deaths)
+    summary["workload_deaths"] = deaths
+    summary["problems"] = find_problems(tl, summary, loc)
 
 
 def _refuse_repeated(repeated: int, loc) -> None:
@@ -333,7 +346,8 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
         "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
                            else max((r["seconds"] for r in recov), default=0.0)),
         "isr": m["isr"],
-        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "target": f.target,
+        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "label": f.label,
+                           "description": f.description, "target": f.target,
                            "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
                            "acked_during": m["acked_during"][i],
                            **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
@@ -352,9 +366,20 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
         "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
         "observations": [{"ts_us": o.ts_us, "name": o.name, "target": o.target,
                           "topic": o.topic, "partition": o.partition, "leader": o.leader,
-                          "isr": list(o.isr) if o.isr is not None else None}
+                          "isr": list(o.isr) if o.isr is not None else None,
+                          "fault_id": _owner_id(tl, o.ts_us)}
                          for o in tl.observations],
+        "brokers": {str(k): v for k, v in sorted(tl.broker_names().items())},
+        # when a producer's own idea of a partition's leader changed (client-leader)
+        "client_leaders": [{"ts_us": e.ts_us, "producer": e.target, **e.detail}
+                           for e in tl.clients if e.name == "client-leader"],
     }
+
+
+def _owner_id(tl, ts_us: int) -> str | None:
+    """The fault a change seen at ts_us belongs to (timeline.Timeline.owner)."""
+    f = tl.owner(ts_us)
+    return f.fault_id if f is not None else None
 
 
 def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
@@ -377,7 +402,10 @@ def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
                                              views.sizes["run_end_us"], hist, all_parts, topics)
     step("unavailability")
     touched = M.touched_by_fault(tl, hist, all_parts, topics)
-    out["recovery"] = M.recovery(tl, touched, out["unavailability"])
+    threshold_us = int(threshold * 1_000_000)
+    for w in out["unavailability"]:
+        w["fault_id"] = M.window_owner(tl, w, threshold_us)
+    out["recovery"] = M.recovery(tl, touched, out["unavailability"], threshold_us)
     out["isr"] = isr_by_fault(tl, touched)
     out["acked_during"] = M.acked_during(hist, tl, touched, topics)
     step("recovery")

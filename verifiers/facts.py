@@ -49,21 +49,32 @@ def facts_of(scenario: "Scenario") -> dict[str, bool | None]:
     return facts
 
 
-def derive_facts(scenario: Any) -> tuple[dict[str, bool | None], dict[str, str]]:
-    """Facts of a stored scenario.yaml document and, per fact, where it came from."""
+def load_model(scenario: Any) -> tuple["Scenario | None", str | None]:
+    """The scenario model of a stored scenario.yaml document, or None and why not."""
     from harness.errors import SpecError
     from harness.scenario import parse_scenario
     from harness.yamlsource import Source
 
     if not isinstance(scenario, dict):
-        return {f: None for f in FACTS}, {f: "unknown: no scenario.yaml" for f in FACTS}
+        return None, "unknown: no scenario.yaml"
     try:
-        model = parse_scenario(scenario, Source("scenario.yaml"))
+        return parse_scenario(scenario, Source("scenario.yaml")), None
     except SpecError as e:
-        why = f"unknown: scenario.yaml is not a valid scenario ({e})"
-        return {f: None for f in FACTS}, {f: why for f in FACTS}
+        return None, f"unknown: scenario.yaml is not a valid scenario ({e})"
+
+
+def model_facts(model: "Scenario | None", why: str | None
+                ) -> tuple[dict[str, bool | None], dict[str, str]]:
+    """The model's facts and, per fact, where it came from (`why` when there is none)."""
+    if model is None:
+        return {f: None for f in FACTS}, {f: why or "unknown" for f in FACTS}
     facts = dict(model.facts)
     sources = {f: "scenario model" for f in FACTS}
     if facts["commit_after_processing"] is None:
         sources["commit_after_processing"] = "unknown: the scenario has no consumer group"
     return facts, sources
+
+
+def derive_facts(scenario: Any) -> tuple[dict[str, bool | None], dict[str, str]]:
+    """Facts of a stored scenario.yaml document and, per fact, where it came from."""
+    return model_facts(*load_model(scenario))

@@ -22,8 +22,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.history import EventLog, HistoryWriter, now_us
-from workloads.process import WorkerProcess, parent_gone
+from harness.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
+from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import record_id_of
 from workloads.spec import ConsumerGroupSpec
 
@@ -167,7 +167,7 @@ class _Member:
             if msgs:
                 recv = now_us()
                 cols: dict[str, list] = {"topic": [], "partition": [], "offset": [], "key": [],
-                                         "record_id": []}
+                                         "record_id": [], "leader_epoch": []}
                 for m in msgs:
                     if m.error() is not None:
                         continue
@@ -178,6 +178,7 @@ class _Member:
                     cols["offset"].append(o)
                     cols["key"].append(k.decode(errors="replace") if k is not None else None)
                     cols["record_id"].append(record_id_of(m.value()))
+                    cols["leader_epoch"].append(m.leader_epoch())
                     if after:
                         self.processed[(t, p)] = o + 1
                 n = len(cols["offset"])
@@ -214,6 +215,9 @@ def run_member(stop_event, parent_pid: int, spec_json: str, member: str, incarna
     m = _Member(spec, member, incarnation, bootstrap, run_dir, run_id)
     try:
         m.run(stop_event, parent_pid)
+    except BaseException as e:
+        m._event(WORKLOAD_DIED, workload="consumer", **died_detail(e))
+        raise
     finally:
         m.close()
 
@@ -307,6 +311,10 @@ class ConsumerGroup:
         for w in self._workers.values():
             if w.is_alive():
                 w.stop(timeout)
+        for member, w in self._workers.items():
+            if w.died:
+                self._event(WORKLOAD_DIED, member, workload="consumer", exitcode=w.exitcode,
+                            incarnation=self._incarnation[member], source="exit code")
 
     def _event(self, name: str, member: str, **detail: Any) -> None:
         if self.events is not None:

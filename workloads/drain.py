@@ -173,7 +173,8 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
     if not msgs:
         return 0
     recv = now_us()
-    cols: dict[str, list] = {"topic": [], "partition": [], "offset": [], "key": [], "record_id": []}
+    cols: dict[str, list] = {"topic": [], "partition": [], "offset": [], "key": [], "record_id": [],
+                             "leader_epoch": []}
     for m in msgs:
         p = by_tp.get((m.topic(), m.partition()))
         if p is None:
@@ -197,6 +198,7 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
         cols["offset"].append(o)
         cols["key"].append(k.decode(errors="replace") if k is not None else None)
         cols["record_id"].append(record_id_of(m.value()))
+        cols["leader_epoch"].append(m.leader_epoch())
         p.position = o + 1
         if p.end is not None and p.position >= p.end:
             p.done = True

@@ -43,6 +43,7 @@ class WorkerProcess:
     def __init__(self, name: str, target: Callable[..., Any], *args: Any,
                  log_path: str | os.PathLike | None = None):
         self.name = name
+        self.killed = False                 # kill() was called: its exit is ours, not a death
         self.stop_event = _CTX.Event()
         self._proc = _CTX.Process(target=_child_main, name=name, daemon=True,
                                   args=(str(log_path) if log_path else None, target,
@@ -55,6 +56,12 @@ class WorkerProcess:
     @property
     def exitcode(self) -> int | None:
         return self._proc.exitcode
+
+    @property
+    def died(self) -> bool:
+        """It ended on its own with an error (an exception, a signal we did not send):
+        not a clean end, and not a kill of ours (a churn, a stop that timed out)."""
+        return self.exitcode not in (None, 0) and not self.killed
 
     def start(self) -> "WorkerProcess":
         # A spawned child takes about a second to reach `_child_main`; a Ctrl-C to the
@@ -91,6 +98,7 @@ class WorkerProcess:
 
     def kill(self) -> int | None:
         """SIGKILL (a crash, as a fault or as the last resort) and reap."""
+        self.killed = self.killed or self._proc.exitcode is None
         if self._proc.pid is not None and self._proc.is_alive():
             try:
                 os.kill(self._proc.pid, signal.SIGKILL)
@@ -98,6 +106,16 @@ class WorkerProcess:
                 pass
         self.join(10)
         return self.exitcode
+
+
+def died_detail(e: BaseException) -> dict[str, Any]:
+    """What a dying worker says of itself: the error, and whether the client called it
+    fatal (a KafkaError's own flag)."""
+    import traceback
+    err = e.args[0] if e.args else None
+    fatal = err.fatal() if hasattr(err, "fatal") else None
+    return {"error": f"{type(e).__name__}: {e}"[:500], "fatal": fatal,
+            "where": "".join(traceback.format_exception(e)[-3:])[-800:]}
 
 
 def parent_gone(parent_pid: int) -> bool:

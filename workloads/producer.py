@@ -35,15 +35,20 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from harness.history import EventLog, HistoryWriter, now_us, table_dir
+from harness.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
 from workloads import classify
-from workloads.process import WorkerProcess, parent_gone
+from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import ValueMaker, key_for, seq_of_value
 from workloads.spec import ProducerSpec
 
 if TYPE_CHECKING:
     from harness.context import RunContext
 
+# How often librdkafka reports its own view of each partition's leader (its
+# statistics), from which a delivery's `acked_by` is read (the history spec): the
+# broker this client sent the request to, which is the deposed leader when one cut off
+# from the quorum still takes writes.
+LEADER_STATS_INTERVAL_MS = 100
 INTENT = struct.Struct("<qqqq")      # first_seq, count, send_ts_us, txn_seq (-1: none)
 SEND_BATCH = 1000                     # seqs per intent entry when unthrottled
 NO_REPORT = "NO_DELIVERY_REPORT"
@@ -62,6 +67,7 @@ def producer_config(spec: ProducerSpec, bootstrap: str) -> dict[str, Any]:
         # Bounds what can be in flight, and so what a kill makes indeterminate.
         "queue.buffering.max.messages": 100000,
     }
+    conf["statistics.interval.ms"] = LEADER_STATS_INTERVAL_MS
     if spec.retries is not None:
         conf["retries"] = spec.retries
     if spec.batch_size is not None:
@@ -100,11 +106,40 @@ def _error_name(code: int) -> str:
     return name
 
 
+class ClientLeaders:
+    """Each partition's leader as this client knows it (librdkafka's statistics, every
+    LEADER_STATS_INTERVAL_MS): the broker it sends that partition's records to. A
+    change is written as a `client` event `client-leader`, so the timeline shows when
+    a producer stopped writing to a deposed leader."""
+
+    def __init__(self, producer: str, topic: str, events: EventLog | None = None):
+        self.producer, self.topic, self.events = producer, topic, events
+        self.leader: dict[int, int] = {}
+
+    def on_stats(self, stats_json: str) -> None:
+        try:
+            parts = json.loads(stats_json)["topics"][self.topic]["partitions"]
+        except (KeyError, TypeError, ValueError):
+            return                           # the topic is not known yet
+        for key, p in parts.items():
+            partition, leader = int(key), p.get("leader", -1)
+            if partition < 0 or leader is None or leader < 0:
+                continue
+            if self.leader.get(partition) != leader:
+                if self.events is not None:
+                    self.events.emit("client", "client-leader", self.producer, topic=self.topic,
+                                     partition=partition, leader=leader,
+                                     leader_epoch=p.get("leader_epoch"),
+                                     previous=self.leader.get(partition))
+                self.leader[partition] = leader
+
+
 class DeliveryRecorder:
     """Collects delivery reports column-wise (hot path), turns them into rows."""
 
-    def __init__(self, spec: ProducerSpec):
+    def __init__(self, spec: ProducerSpec, leaders: ClientLeaders | None = None):
         self.spec = spec
+        self.leaders = leaders.leader if leaders is not None else {}
         self._name_len = len(spec.name)
         # Under acks=0 the broker answers nothing, yet librdkafka reports offsets for some
         # records (seen: 0..8002 for a quarter of them); they are not log positions, and
@@ -119,6 +154,7 @@ class DeliveryRecorder:
         self.codes: list[int | None] = []
         self.send_ts: list[int] = []
         self.ack_ts: list[int] = []
+        self.acked_by: list[int | None] = []
 
     def __len__(self) -> int:
         return len(self.seqs)
@@ -131,6 +167,7 @@ class DeliveryRecorder:
         self.ack_ts.append(now)
         p = msg.partition()
         self.partitions.append(p if p is not None and p >= 0 else None)
+        self.acked_by.append(self.leaders.get(p) if err is None else None)
         if err is None:
             o = msg.offset()
             # acks=0: success without an offset (see classify.py).
@@ -144,7 +181,8 @@ class DeliveryRecorder:
         """produce() itself refused the record: it never left the client."""
         now = now_us()
         for col, v in ((self.seqs, seq), (self.partitions, None), (self.offsets, None),
-                       (self.codes, code), (self.send_ts, now), (self.ack_ts, None)):
+                       (self.codes, code), (self.send_ts, now), (self.ack_ts, None),
+                       (self.acked_by, None)):
             col.append(v)
 
     def take(self) -> dict[str, list]:
@@ -158,7 +196,7 @@ class DeliveryRecorder:
             error = [None if c is None else _error_name(c) for c in codes]
         cols = {"seq": self.seqs, "partition": self.partitions, "offset": self.offsets,
                 "send_ts_us": self.send_ts, "ack_ts_us": self.ack_ts,
-                "status": status, "error": error}
+                "status": status, "error": error, "acked_by": self.acked_by}
         self._reset()
         return cols
 
@@ -246,7 +284,8 @@ def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, ru
     events = EventLog(run_dir, run_id, writer_name=f"{writer_name}-events")
     writer = HistoryWriter(run_dir, "produced", run_id, writer_name=writer_name,
                            flush_rows=20000, flush_seconds=1.0)
-    recorder = DeliveryRecorder(spec)
+    leaders = ClientLeaders(spec.name, spec.topic, events)
+    recorder = DeliveryRecorder(spec, leaders)
     intent = IntentLog(Path(intent_path))
 
     def on_error(err) -> None:
@@ -255,6 +294,7 @@ def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, ru
 
     conf = producer_config(spec, bootstrap)
     conf["error_cb"] = on_error
+    conf["stats_cb"] = leaders.on_stats
     try:
         if spec.transactions is not None:
             from workloads.transactional import run_transactions
@@ -266,7 +306,7 @@ def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, ru
             wait = 5.0 if parent_gone(parent_pid) else spec.delivery_timeout_ms / 1000 + 5
             finish_producer(producer, recorder, writer, wait)
     except BaseException as e:
-        events.emit("client", "producer-error", spec.name, error=repr(e))
+        events.emit("client", WORKLOAD_DIED, spec.name, workload="producer", **died_detail(e))
         raise
     finally:
         writer.close()
@@ -421,6 +461,10 @@ class ProducerProcess:
             self.result = reconcile(self.run_dir, self.intent_path)
             self._event(event, announced=self.result.announced,
                         indeterminate_written=self.result.indeterminate, **detail)
+            if self._worker is not None and self._worker.died:
+                # the child may have said why (its own event); this covers every exit
+                self._event(WORKLOAD_DIED, workload="producer", exitcode=self._worker.exitcode,
+                            source="exit code")
         return self.result
 
     def _event(self, name: str, **detail: Any) -> None:

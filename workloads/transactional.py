@@ -83,7 +83,7 @@ class _Transform:
             "consumer": self.name, "group_id": self.group, "phase": "run", "topic": m.topic(),
             "partition": m.partition(), "offset": m.offset(),
             "key": m.key().decode() if m.key() else None, "record_id": record_id_of(m.value()),
-            "isolation": "read_committed", "recv_ts_us": now,
+            "isolation": "read_committed", "recv_ts_us": now, "leader_epoch": m.leader_epoch(),
             "poll_seq": self.poll_seq + i, "assignment": self.assignment}
             for i, m in enumerate(msgs))
         self.poll_seq += len(msgs)
@@ -274,7 +274,7 @@ def _write_txn(recorder, writer: HistoryWriter, outcome: str, error: str | None,
     else:
         status = classify.INDETERMINATE
     if status != classify.ACKED:
-        cols["offset"] = [None] * n
+        cols["offset"] = cols["acked_by"] = [None] * n
         cols["error"] = [e or error for e in cols["error"]]
     cols["status"] = [status] * n
     writer.append_columns(cols, **recorder.row_constants(), txn_id=txn_id, txn_seq=txn_seq,

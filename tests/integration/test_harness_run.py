@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from terminal import run_in_terminal  # same dir: pytest puts it on sys.path
 
 from clusters.docker_env import docker_client
 from harness.phases import read_phases
@@ -41,16 +42,22 @@ def _only_run(runs: Path) -> Path:
 
 
 def test_default_scenario_passes_end_to_end(tmp_path):
-    """`harness run` with no argument: every phase ok, verdict passed, report written."""
+    """`harness run` with no argument, in a 160x50 terminal (its live panel on): every
+    phase ok, verdict passed, report written; the closing tables keep every row."""
     runs = tmp_path / "runs"
-    proc = subprocess.run([*HARNESS, "run", "--runs-dir", str(runs), "--plain"],
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    code, screen = run_in_terminal([*HARNESS, "run", "--runs-dir", str(runs)], cols=160, rows=50)
+    assert code == 0, screen[-3000:]
     run_dir = _only_run(runs)
     phases = read_phases(run_dir)
     assert [p["name"] for p in phases] == ALL_PHASES
     assert all(p["outcome"] == "ok" for p in phases), phases
-    assert "PASSED" in proc.stdout and "report:" in proc.stdout
+    assert "PASSED" in screen and "report:" in screen
+    # what the panel used to erase: each fault's row under the scenario's name, the
+    # planned-fault table, and the report's path on a line of its own
+    end = screen[screen.rindex("PASSED"):]
+    for label in ("timeline[0] kill", "timeline[1] partition"):
+        assert end.count(label) == 2, end                  # its recovery row and its plan row
+    assert f"report: {run_dir}/report/index.html" in end.replace("\n", ""), end
     result = json.loads((run_dir / "result.json").read_text())
     assert result["status"] == "passed" and result["exit_code"] == 0
     summary = json.loads((run_dir / "report" / "summary.json").read_text())

@@ -50,13 +50,17 @@ def _summary(verdict) -> dict:
             {"ts_us": T0 - 1000, "name": "leader", "topic": "t", "partition": 0, "leader": 1,
              "isr": [1, 2, 3]},
             {"ts_us": T0 + 2_100_000, "name": "leader", "topic": "t", "partition": 0,
-             "leader": 2, "isr": [2, 3]}]},
+             "leader": 2, "isr": [2, 3], "fault_id": "f1"},
+            {"ts_us": T0 + 5_000_000, "name": "isr", "topic": "t", "partition": 0,
+             "leader": None, "isr": [1, 2, 3], "fault_id": "f1"}],
+            "brokers": {"1": "kafka-1", "2": "kafka-2", "3": "kafka-3"}},
         "config": {"facts": {"durable": True}, "fact_sources": {"durable": "test"},
                    "expectations_from": "defaults", "unavailability_threshold_s": 1.0},
         "verdict": verdict.to_dict(), "notes": ["a note & <b>not bold</b>"],
         "verify_seconds": 1.5, "generated_at": "now",
         "anomaly_explanations": {"lost": [
-            {"topic": "t", "partition": 0, "leader": "kafka-1", "faults": ["f1"], "count": 14840,
+            {"topic": "t", "partition": 0, "leader": 1, "elected_leader": 1, "fault_id": "f1",
+             "faults": ["f1"], "count": 14840,
              "first_ack_us": T0 + 2_100_000, "last_ack_us": T0 + 2_900_000}]},
     }
 
@@ -68,7 +72,8 @@ def test_page_has_banner_plots_tables_and_escapes():
                                        "ack_ts_us": T0 + 2_500_000}]},
                "columns": {"lost": ["record_id", "topic", "partition", "ack_ts_us"]}}
     page = render_report(_summary(v), {"producer": {"acks": "all"}}, None, samples)
-    assert "<div class='banner failed'><h1>FAILED: run r-&lt;1&gt;</h1><ul><li>lost: 2 &gt; 0" in page
+    assert ("<div class='banner failed'><h1>FAILED: lost == 0 was violated: 2 lost on t-0 "
+            "(14\u2009840)</h1><div>run r-&lt;1&gt;</div><ul><li>\u2717 lost == 0 was violated") in page
     pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
     assert len(pngs) == 4            # throughput, latency, consumer lag, leadership
     assert all(base64.b64decode(p)[:8] == b"\x89PNG\r\n\x1a\n" for p in pngs)
@@ -84,8 +89,8 @@ def test_anomalies_are_said_in_words_with_readable_times():
     samples = {"anomalies": {"lost": [{"record_id": "p0-1", "ack_ts_us": T0 + 2_500_000}]},
                "columns": {"lost": ["record_id", "ack_ts_us"]}}
     page = render_report(_summary(v), None, None, samples)
-    assert ("14\u2009840 acknowledged records of t-0 were lost; all were acknowledged by kafka-1 "
-            "while f1 (pause) was active.") in page
+    assert ("14\u2009840 acknowledged records of t-0 were lost; kafka-1 acknowledged them between "
+            "+2.1 s and +2.9 s, while pause was active.") in page
     # seconds since the start and wall clock; never the raw microsecond integer
     assert "<td>+2.500 s (22:13:22.500 UTC)</td>" in page
     assert str(T0 + 2_500_000) not in page and f"{T0 + 2_500_000:,}" not in page
@@ -111,3 +116,65 @@ def test_junit_cases_per_expectation():
     assert cases["lost == 0"].find("failure").get("message") == "lost: 1 > 0"
     assert cases["reordered == 0 when idempotent"].find("skipped") is not None
     assert list(cases["duplicate == 0"]) == []
+
+
+def _deposed_summary(verdict) -> dict:
+    s = _summary(verdict)
+    s["anomalies"]["lost"] = 4841
+    s["metrics"]["fault_windows"][0].update(
+        label="timeline[1] partition", name="partition",
+        description="kafka-1 cut off from every other node; clients still reach it")
+    s["metrics"]["recovery"][0].update(label="timeline[1] partition", name="partition",
+                                       description="kafka-1 cut off from every other node; "
+                                                   "clients still reach it")
+    s["anomalies_by_fault"] = {"f1": {"lost": 4841}}
+    s["anomaly_explanations"] = {"lost": [
+        {"topic": "t", "partition": 0, "leader": 1, "elected_leader": 2, "fault_id": "f1",
+         "faults": ["f1"], "count": 4841,
+         "first_ack_us": T0 + 2_200_000, "last_ack_us": T0 + 4_400_000}]}
+    return s
+
+
+def test_a_deposed_leaders_losses_name_it_the_election_it_missed_and_its_return():
+    v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
+              load_expectations("- lost > 0\n", "e"), {}, {})
+    page = render_report(_deposed_summary(v), None, None, {})
+    assert ("4\u2009841 acknowledged records of t-0 were lost. kafka-1 acknowledged them after "
+            "timeline[1] partition began (+2.0 s: kafka-1 cut off from every other node; clients "
+            "still reach it) and after the controller had elected kafka-2 (+2.1 s), between "
+            "+2.2 s and +4.4 s; they were truncated when kafka-1 rejoined (+5.0 s).") in page
+
+
+def test_the_banner_says_why_a_run_with_losses_passed_and_the_expected_kind_is_amber():
+    v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
+              load_expectations("- lost > 0\n", "e"), {}, {})
+    page = render_report(_deposed_summary(v), None, None, {})
+    assert "<h1>PASSED: lost &gt; 0 was expected: 4\u2009841 lost on t-0 (4\u2009841)</h1>" in page
+    assert "<tr class='expected'><td>lost</td>" in page and "class='bad'" not in page
+
+
+def test_each_fault_is_told_in_the_scenarios_words_with_what_the_cluster_did():
+    v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
+              load_expectations("- lost > 0\n", "e"), {}, {})
+    page = render_report(_deposed_summary(v), None, None, {})
+    story = page[page.index("<h2>What each fault did</h2>"):page.index("<h2>Anomalies</h2>")]
+    assert "<h3>timeline[1] partition" in story
+    rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", story)
+    assert rows[:4] == [("+2.0 s", "injected: kafka-1 cut off from every other node; clients "
+                                    "still reach it"),
+                        ("+2.1 s", "kafka-2 elected leader of t-0"),
+                        ("+4.0 s", "healed"),
+                        ("+5.0 s", "ISR now kafka-1, kafka-2, kafka-3 for t-0")]
+    assert ("", "charged to it: lost 4\u2009841") in rows
+
+
+def test_what_else_went_wrong_is_listed_and_says_so_when_nothing_did():
+    v = judge({"anomalies": {}, "counts": {}, "metrics": {}}, load_expectations("[]", "e"), {}, {})
+    s = _summary(v)
+    s["problems"] = [{"kind": "workload-died", "at_us": T0 + 3_000_000,
+                      "text": "producer p0 died (a fatal client error): KafkaException"}]
+    page = render_report(s, None, None, {})
+    assert ("<h2>What else went wrong</h2><ul><li>+3.000 s (22:13:23.000 UTC): producer p0 died "
+            "(a fatal client error): KafkaException</li></ul>") in page
+    s["problems"] = []
+    assert "Nothing: every workload ran to the end" in render_report(s, None, None, {})

@@ -43,6 +43,17 @@ def test_set_overrides_fields_config_keys_and_every_producer():
     assert s.facts["acks_all"] is False and s.facts["durable"] is False
 
 
+@pytest.mark.parametrize("name", ["default", "leader-isolation"])
+def test_set_acks_1_on_a_file_that_says_idempotent_means_that_producer_with_acks_1(name):
+    """The README's `--set producer.acks=1`: the file's `enable_idempotence: true` gives
+    way, as Kafka's client turns idempotence off for acks=1; given by --set too, the
+    conflict is the user's own and is refused."""
+    p = load_scenario(name, ("producer.acks=1",)).workload.producers[0]
+    assert (p.acks, p.enable_idempotence) == ("1", False)
+    with pytest.raises(SpecError, match=r"--set producer.enable_idempotence=true: .*needs acks='all'"):
+        load_scenario(name, ("producer.acks=1", "producer.enable_idempotence=true"))
+
+
 def test_set_errors_name_the_override_and_the_closest_field():
     with pytest.raises(SpecError, match=r"--set cluster\.brokerz: unknown field .*did you mean 'brokers'"):
         load_scenario("quick", ("cluster.brokerz=3",))

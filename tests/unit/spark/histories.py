@@ -23,7 +23,7 @@ class History:
     def send(self, topic: str, producer: str, seq: int, *, status: str = "acked",
              partition: int | None = 0, offset: int | None = None, send_ts: int | None = None,
              ack_ts: int | None = None, txn: tuple[str, int, str] | None = None,
-             error: str | None = None) -> str:
+             error: str | None = None, acked_by: int | None = None) -> str:
         rid = record_id(producer, seq)
         send_ts = send_ts if send_ts is not None else self.tick()
         if ack_ts is None and status != "indeterminate":
@@ -33,19 +33,20 @@ class History:
             "partition": partition, "offset": offset if status == "acked" else None,
             "status": status, "error": error, "send_ts_us": send_ts, "ack_ts_us": ack_ts,
             "txn_id": txn[0] if txn else None, "txn_seq": txn[1] if txn else None,
-            "txn_outcome": txn[2] if txn else None})
+            "txn_outcome": txn[2] if txn else None, "acked_by": acked_by})
         return rid
 
     def consume(self, topic: str, partition: int, offset: int, rid: str | None, *,
                 consumer: str = "c0", group: str | None = "g0", phase: str = "run",
                 isolation: str = "read_uncommitted", ts: int | None = None,
-                poll: tuple[int, int] | None = None) -> None:
+                poll: tuple[int, int] | None = None, leader_epoch: int | None = None) -> None:
         """poll: (poll_seq, assignment), null when not given."""
         self.w["consumed"].append({
             "consumer": consumer, "group_id": group, "phase": phase, "topic": topic,
             "partition": partition, "offset": offset, "record_id": rid,
             "isolation": isolation, "recv_ts_us": ts if ts is not None else self.tick(),
-            "poll_seq": poll[0] if poll else None, "assignment": poll[1] if poll else None})
+            "poll_seq": poll[0] if poll else None, "assignment": poll[1] if poll else None,
+            "leader_epoch": leader_epoch})
 
     def drain(self, topic: str, partition: int, offset: int, rid: str | None,
               isolation: str = "read_uncommitted") -> None:

@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 from histories import T0, History
 
-from spark_reports.anomalies import KINDS
+from spark_reports.kinds import NAMES as KINDS
 from verifiers.expectations import ExpectationSet, parse_expectation
 
 pytestmark = pytest.mark.spark
@@ -283,7 +283,36 @@ def build(h: History) -> None:
     t = case("lost_in_fault", lost=1)
     h.event("observe", "leader", base + int(0.5 * S), "kafka-3",
             json.dumps({"topic": t, "partition": 0, "leader": 3}))
-    h.send(t, "lf-p", 0, offset=0, send_ts=base + int(1.3 * S), ack_ts=base + int(2.5 * S))
+    h.send(t, "lf-p", 0, offset=0, send_ts=base + int(1.3 * S), ack_ts=base + int(2.5 * S),
+           acked_by=3)
+
+    build_deposed_case(h)
+
+
+def build_deposed_case(h: History) -> None:
+    """Who acknowledged a lost record: kafka-1 leads "deposed"-0 and is cut off from
+    the other nodes at 201 s (fault f-dep, healed at 204 s) while clients still reach
+    it. The controller elects kafka-2 at 201.8 s. kafka-1 acknowledges a record at
+    201.5 s (still the elected leader), at 202.5 s (deposed) and at 204.5 s (after the
+    heal, before it learns of kafka-2: still the fault's, within 10 s of the heal);
+    all three are truncated when it rejoins. A record kafka-2 acknowledged at 203 s
+    survives, at offset 0, in leader epoch 5: overwriting kafka-1's first record."""
+    t = case("deposed", lost=3, overwritten=1)
+    base = T0 + 200 * S
+    h.event("observe", "leader", base + int(0.2 * S), "kafka-1",
+            json.dumps({"topic": t, "partition": 0, "leader": 1}))
+    h.event("fault", "partition", base + 1 * S, "kafka-1", json.dumps(
+        {"fault_id": "f-dep", "label": "timeline[0] partition", "shape": "isolate"}))
+    h.event("observe", "leader", base + int(1.8 * S), "kafka-2",
+            json.dumps({"topic": t, "partition": 0, "leader": 2}))
+    h.event("heal", "partition", base + 4 * S, "kafka-1", json.dumps({"fault_id": "f-dep"}))
+    for seq, at in enumerate((1.5, 2.5, 4.5)):
+        h.send(t, "dep-a", seq, offset=seq, send_ts=base + int((at - 0.1) * S),
+               ack_ts=base + int(at * S), acked_by=1)
+    survivor = h.send(t, "dep-b", 0, offset=0, send_ts=base + int(2.9 * S),
+                      ack_ts=base + 3 * S, acked_by=2)
+    h.drain(t, 0, 0, survivor)
+    h.consume(t, 0, 0, survivor, leader_epoch=5)
 
 
 def build_poll_cases(h: History) -> None:
@@ -434,7 +463,8 @@ def test_unavailability_window_and_recovery(verified):
     m = summary["metrics"]
     windows = [w for w in m["unavailability"] if w["topic"] == "unavail"]
     assert windows == [{"topic": "unavail", "partition": 0, "start_us": T0 + 101 * S,
-                        "end_us": T0 + 104 * S, "seconds": 3.0, "ended_by_ack": True}]
+                        "end_us": T0 + 104 * S, "seconds": 3.0, "ended_by_ack": True,
+                        "fault_id": "f-ua"}]
     rec = [r for r in m["recovery"] if r["fault_id"] == "f-ua"]
     assert len(rec) == 1
     assert rec[0]["seconds"] == pytest.approx(2.8)
@@ -460,18 +490,47 @@ def test_anomaly_rows_say_who_acked_them_and_which_fault_was_active(verified):
     run, summary = verified
     rows = pq.read_table(run / "report" / "anomalies" / "lost").to_pylist()
     mine = [r for r in rows if r["topic"] == "lost_in_fault"]
-    assert [(r["leader_at_ack"], r["faults_at_ack"]) for r in mine] == [("kafka-3", ["f-ua"])]
-    others = [r for r in rows if r["topic"] != "lost_in_fault"]
-    assert others and all(r["faults_at_ack"] == [] for r in others)
+    assert [(r["leader_at_ack"], r["elected_leader_at_ack"], r["faults_at_ack"], r["fault_id"])
+            for r in mine] == [(3, 3, ["f-ua"], "f-ua")]
+    others = [r for r in rows if r["topic"] not in ("lost_in_fault", "deposed")]
+    assert others and all(r["faults_at_ack"] == [] and r["fault_id"] == "none" for r in others)
     by_fault = summary["anomalies_by_fault"]
     assert by_fault["f-ua"] == {"lost": 1}
-    assert by_fault["none"]["lost"] == summary["anomalies"]["lost"] - 1
-    # redelivered rows name no acknowledged record
-    assert by_fault["unknown"]["redelivered"] == summary["anomalies"]["redelivered"]
+    assert by_fault["f-dep"] == {"lost": 3, "overwritten": 1}
+    assert by_fault["none"]["lost"] == summary["anomalies"]["lost"] - 4
+    # every kind's counts over the faults add up to its total
+    for kind, n in summary["anomalies"].items():
+        assert sum(f.get(kind, 0) for f in by_fault.values()) == n, kind
+    # redelivered rows name no acknowledged record: charged by when the group got them
+    assert by_fault["none"]["redelivered"] == summary["anomalies"]["redelivered"]
     # a skipped offset is explained by the ack of the record the drain saw there
     skipped = pq.read_table(run / "report" / "anomalies" / "skipped").to_pylist()
     assert all(r["ack_ts_us"] is not None and r["faults_at_ack"] == [] for r in skipped
                if r["topic"] == "skipped")
+
+
+def test_a_deposed_leaders_acks_are_its_own_and_charged_to_the_fault_that_deposed_it(verified):
+    """Each lost or overwritten row names the broker that acknowledged it (acked_by) and
+    the one the controller had elected; the acks after the heal are still the fault's."""
+    run, summary = verified
+
+    def rows(kind):
+        return [r for r in pq.read_table(run / "report" / "anomalies" / kind).to_pylist()
+                if r["topic"] == "deposed"]
+    got = sorted((r["record_id"], r["leader_at_ack"], r["elected_leader_at_ack"],
+                  r["faults_at_ack"], r["fault_id"]) for r in rows("lost"))
+    assert got == [("dep-a-0", 1, 1, ["f-dep"], "f-dep"),      # before the election
+                   ("dep-a-1", 1, 2, ["f-dep"], "f-dep"),      # deposed, during the fault
+                   ("dep-a-2", 1, 2, [], "f-dep")]             # deposed, after the heal
+    # one row per delivery at its offset: the drain's (no epoch given here) and c0's
+    over = {(r["record_id"], r["consumed_record_id"], r["consumed_by"], r["consumed_leader_epoch"])
+            for r in rows("overwritten")}
+    assert over == {("dep-a-0", "dep-b-0", "drain", None), ("dep-a-0", "dep-b-0", "c0", 5)}
+    deposed = [g for g in summary["anomaly_explanations"]["lost"] if g["topic"] == "deposed"]
+    assert sorted((g["leader"], g["elected_leader"], g["fault_id"], g["count"])
+                  for g in deposed) == [(1, 1, "f-dep", 1), (1, 2, "f-dep", 2)]
+    [o] = [g for g in summary["anomaly_explanations"]["overwritten"] if g["topic"] == "deposed"]
+    assert o["surviving_leader_epochs"] == [5]
 
 
 def test_poll_checks_say_how_many_deliveries_they_left_out(verified):

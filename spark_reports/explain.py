@@ -1,0 +1,190 @@
+"""The report's sentences: what a group of anomaly rows means, and what each fault did.
+
+Everything here reads summary.json (spark_reports/verify.py) and nothing else, so a
+stored run's report says the same thing every time it is rendered. Nodes are named
+as the cluster names them (`kafka-2`), faults as the scenario names them
+(`timeline[1] partition`), times as seconds since the first send.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from spark_reports.kinds import by_name
+
+
+def count_words(n: int) -> str:
+    return f"{n:,}".replace(",", "\u2009")      # thin spaces: 14 840
+
+
+@dataclass
+class RunFacts:
+    """What the sentences draw on, read once from a summary."""
+    t0_us: int
+    faults: dict[str, dict] = field(default_factory=dict)        # fault_id -> fault window
+    brokers: dict[int, str] = field(default_factory=dict)        # broker id -> node name
+    observations: list[dict] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, summary: dict, t0_us: int) -> "RunFacts":
+        m, tl = summary.get("metrics") or {}, summary.get("timeline") or {}
+        return cls(t0_us, {f["fault_id"]: f for f in m.get("fault_windows") or []},
+                   {int(k): v for k, v in (tl.get("brokers") or {}).items()},
+                   sorted(tl.get("observations") or [], key=lambda o: o["ts_us"]))
+
+    def at(self, us: int | None) -> str:
+        return "–" if us is None else f"+{(us - self.t0_us) / 1e6:.1f} s"
+
+    def broker(self, b) -> str:
+        if b is None:
+            return "an unknown broker"
+        try:
+            return self.brokers.get(int(b), f"broker {b}")
+        except (TypeError, ValueError):
+            return str(b)
+
+    def fault_name(self, fault_id: str | None) -> str:
+        f = self.faults.get(fault_id or "")
+        return f.get("label") or f["name"] if f else str(fault_id)
+
+    def election(self, topic: str, partition: int, leader, before_us: int | None) -> dict | None:
+        """The observed moment `leader` became the partition's leader, last before
+        `before_us`."""
+        hit = None
+        for o in self.observations:
+            if before_us is not None and o["ts_us"] > before_us:
+                break
+            if o["name"] == "leader" and o.get("partition") == partition \
+                    and o.get("topic") in (None, topic) and o.get("leader") == leader:
+                hit = o
+        return hit
+
+    def rejoined(self, topic: str, partition: int, broker, after_us: int | None) -> dict | None:
+        """The first ISR seen after `after_us` that has `broker` in it again."""
+        for o in self.observations:
+            if after_us is not None and o["ts_us"] <= after_us:
+                continue
+            if o["name"] == "isr" and o.get("partition") == partition \
+                    and o.get("topic") in (None, topic) and broker in (o.get("isr") or []):
+                return o
+        return None
+
+
+def explain(kind: str, g: dict, run: RunFacts) -> str:
+    """One group of a kind's rows (anomaly_output.explanations) in words."""
+    tp = f"{g['topic']}-{g['partition']}" if g.get("partition") is not None else str(g["topic"])
+    text = f"{count_words(g['count'])} {by_name(kind).words.format(tp=tp)}"
+    if g.get("first_ack_us") is None:
+        return text + _charged(g, run) + "."
+    leader, elected = g.get("leader"), g.get("elected_leader")
+    if leader is not None and elected is not None and leader != elected:
+        text += ". " + _deposed(g, run)
+    else:
+        who = run.broker(leader if leader is not None else elected)
+        how = "" if leader is not None else " (the elected leader; the client did not say)"
+        text += (f"; {who}{how} acknowledged them between {run.at(g['first_ack_us'])} and "
+                 f"{run.at(g['last_ack_us'])}") + _charged(g, run)
+    if g.get("surviving_leader_epochs"):
+        epochs = ", ".join(map(str, g["surviving_leader_epochs"]))
+        text += f"; the records now at their offsets were written in leader epoch {epochs}"
+    return text + "."
+
+
+def _deposed(g: dict, run: RunFacts) -> str:
+    """A deposed leader acknowledged them: when it was cut off, when another was
+    elected, when it rejoined (and so truncated them)."""
+    topic, part = g["topic"], g["partition"]
+    who, elected = run.broker(g["leader"]), run.broker(g["elected_leader"])
+    fault = run.faults.get(g.get("fault_id") or "")
+    said = f"{who} acknowledged them"
+    if fault is not None:
+        said += f" after {run.fault_name(fault['fault_id'])} began ({run.at(fault['start_us'])}"
+        said += f": {fault['description']})" if fault.get("description") else ")"
+        said += " and"
+    won = run.election(topic, part, g["elected_leader"], g["first_ack_us"])
+    said += f" after the controller had elected {elected}"
+    said += f" ({run.at(won['ts_us'])})" if won else ""
+    said += f", between {run.at(g['first_ack_us'])} and {run.at(g['last_ack_us'])}"
+    back = run.rejoined(topic, part, g["leader"], g["last_ack_us"])
+    if back is not None:
+        said += f"; they were truncated when {who} rejoined ({run.at(back['ts_us'])})"
+    return said
+
+
+def _charged(g: dict, run: RunFacts) -> str:
+    # a summary written before rows were charged to one fault: the last active one
+    fid = g["fault_id"] if "fault_id" in g else (g.get("faults") or [None])[-1]
+    if not fid or fid == "none":
+        return ", while no fault was active"
+    if fid in (g.get("faults") or []):
+        return f", while {run.fault_name(fid)} was active"
+    return f", after {run.fault_name(fid)} was healed (charged to it: within 10 s of its heal)"
+
+
+# -- what each fault did ---------------------------------------------------------------
+
+def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> list[tuple[str, str]]:
+    """(time, sentence) lines: injected; what the cluster did (elections, ISR shrink and
+    growth, controller change, each belonging to this fault by the spec's rule);
+    healed; recovered; what it cost."""
+    fid = rec["fault_id"]
+    timed = [(rec["start_us"], f"injected: {rec.get('description') or rec['name']}")]
+    timed += _cluster_moves([o for o in run.observations if o.get("fault_id") == fid], run)
+    if rec.get("healed"):
+        timed.append((rec["end_us"], "healed"))
+    lines = [(run.at(ts) if ts is not None else "", text) for ts, text in
+             sorted(timed, key=lambda x: (x[0] is None, x[0] or 0))]
+    if not rec.get("healed"):
+        lines.append(("–", "never healed"))
+    lines.append(("", _recovered(rec, isr)))
+    cost = (summary.get("anomalies_by_fault") or {}).get(fid) or {}
+    said = [f"{by_name(k).name} {count_words(n)}" for k, n in cost.items() if n]
+    if said:
+        lines.append(("", "charged to it: " + ", ".join(said)))
+    return lines
+
+
+def _cluster_moves(obs: list[dict], run: RunFacts, most: int = 10) -> list[tuple[int | None, str]]:
+    """Observations in words, those of one kind within a second of each other in one
+    line ("kafka-1 elected leader of t-0, t-2")."""
+    lines: list[tuple[int, str, list[str]]] = []
+    for o in obs:
+        tp = f"{o.get('topic')}-{o.get('partition')}"
+        if o["name"] == "leader":
+            what = (f"{run.broker(o['leader'])} elected leader of" if o.get("leader") not in (None, -1)
+                    else "no leader for")
+        elif o["name"] == "isr":
+            what = "ISR now " + (", ".join(run.broker(b) for b in o.get("isr") or []) or "empty") + " for"
+        elif o["name"] == "controller":
+            what, tp = f"{o.get('target') or 'no node'} is the active controller", ""
+        else:
+            continue
+        if lines and lines[-1][1] == what and o["ts_us"] - lines[-1][0] < 1_000_000:
+            if tp:
+                lines[-1][2].append(tp)
+            continue
+        lines.append((o["ts_us"], what, [tp] if tp else []))
+    out: list[tuple[int | None, str]] = [(ts, f"{what} {', '.join(tps)}".strip())
+                                         for ts, what, tps in lines[:most]]
+    if len(lines) > most:
+        out.append((None, f"… and {len(lines) - most} more leader/ISR changes"))
+    return out
+
+
+def _recovered(rec: dict, isr: dict | None) -> str:
+    if rec.get("seconds") is None:
+        return f"never recovered: {', '.join(rec.get('never_recovered') or [])} still unavailable"
+    failover = rec.get("controller_failover_s")
+    head = (f"controller failover {failover:.1f} s; " if failover is not None else "")
+    if rec.get("no_partition_unavailable"):
+        text = head + "no partition unavailable"
+    else:
+        worst = max((p for p in rec["partitions"].items() if p[1]), key=lambda p: p[1]["seconds"],
+                    default=(None, None))[0]
+        text = (head + f"recovered {rec['seconds']:.1f} s after the injection "
+                f"({rec.get('after_heal_s') or 0:.1f} s after the heal); unavailable "
+                f"{rec['unavailable_s']:.1f} s at most on one partition ({worst})")
+    if isr and isr.get("shrunk_s") is not None:
+        back = isr.get("restored_after_heal_s")
+        text += ("; ISR full again " + (f"{back:.1f} s after the heal" if back is not None
+                                         else "never"))
+    return text

@@ -1,0 +1,148 @@
+"""What went wrong in a run beside the anomalies, from what the run stored.
+
+A verdict says whether Kafka kept its promises; a reader also needs to know when
+the run itself did not go as planned, because that changes what the verdict
+proves: a workload that died (its load stopped early), a broker still down when
+its heal finished, a fault that could not be injected or came late, a consumer
+group that received nothing for a long while, offset commits that failed, a drain
+that did not finish, metadata the observer could not read.
+
+Each problem is {kind, at_us, text} (at_us: when it happened, null if unknown),
+read from the events (timeline.Timeline), the summary's counts and metrics, and
+RUN_DIR/faults.json and phases.json. Only `workload-died` also counts in the
+verdict (`workload_deaths`, a default expectation).
+"""
+from __future__ import annotations
+
+import json
+
+from harness.history import WORKLOAD_DIED
+from spark_reports.storage import RunLocation
+from spark_reports.timeline import Timeline
+
+# A group that had records waiting and received none for this long is worth saying.
+CONSUMER_STALL_S = 15
+# A fault injected this much later than planned (a blocking fault before it, a slow
+# Docker call) makes the timeline differ from the scenario's.
+PLAN_SLIP_S = 2.0
+
+
+def workload_deaths(tl: Timeline) -> list[dict]:
+    """Every workload that died on its own, once each (a dying worker and its parent,
+    which saw the exit code, may both say so): the earliest report, with the worker's
+    own reason where it gave one."""
+    seen: dict[tuple, dict] = {}
+    for e in sorted(tl.clients, key=lambda e: e.ts_us):
+        if e.name != WORKLOAD_DIED:
+            continue
+        key = (e.target, e.detail.get("incarnation"))
+        d = seen.setdefault(key, {"workload": e.target, "kind": e.detail.get("workload"),
+                                  "incarnation": e.detail.get("incarnation"), "at_us": e.ts_us,
+                                  "error": None, "fatal": None, "exitcode": None})
+        for k in ("error", "fatal", "exitcode"):
+            if d[k] is None and e.detail.get(k) is not None:
+                d[k] = e.detail[k]
+    return list(seen.values())
+
+
+def find_problems(tl: Timeline, summary: dict, loc: RunLocation) -> list[dict]:
+    out = [_death(d) for d in workload_deaths(tl)]
+    out += _fault_problems(tl)
+    out += _plan_problems(loc)
+    out += _phase_problems(loc)
+    out += _consumer_problems(summary)
+    out += _metadata_gaps(tl)
+    return sorted(out, key=lambda p: (p["at_us"] is None, p["at_us"] or 0))
+
+
+def _death(d: dict) -> dict:
+    why = d["error"] or (f"exit code {d['exitcode']}" if d["exitcode"] is not None else "no reason given")
+    fatal = " (a fatal client error)" if d["fatal"] else ""
+    who = d["workload"] if d["incarnation"] is None else f"{d['workload']} (incarnation {d['incarnation']})"
+    return {"kind": "workload-died", "at_us": d["at_us"],
+            "text": f"{d['kind'] or 'workload'} {who} died{fatal}: {why}; its load stopped there"}
+
+
+def _fault_problems(tl: Timeline) -> list[dict]:
+    out = []
+    for f in tl.faults:
+        if f.detail.get("inject_error"):
+            out.append({"kind": "fault-error", "at_us": f.start_us,
+                        "text": f"{f.label} could not be injected as planned: "
+                                f"{f.detail['inject_error']}"})
+        down = [n for n, up in (f.heal_detail.get("broker_running_at_heal") or {}).items() if not up]
+        down += list(f.heal_detail.get("not_ready") or [])
+        if down:
+            out.append({"kind": "node-down-after-heal", "at_us": f.end_us,
+                        "text": f"{', '.join(sorted(set(down)))} not running when the heal of "
+                                f"{f.label} finished"})
+        if not f.healed:
+            out.append({"kind": "never-healed", "at_us": f.start_us,
+                        "text": f"{f.label} was never healed"})
+    return out
+
+
+def _read_json(loc: RunLocation, name: str):
+    text = loc.read_text(name)
+    try:
+        return json.loads(text) if text else None
+    except ValueError:
+        return None
+
+
+def _plan_problems(loc: RunLocation) -> list[dict]:
+    """Planned faults that came late or not at all (faults.json: seconds after the
+    faults phase began, so no absolute time)."""
+    out = []
+    for p in _read_json(loc, "faults.json") or []:
+        if not isinstance(p, dict):
+            continue
+        if p.get("injected_s") is None:
+            out.append({"kind": "plan", "at_us": None,
+                        "text": f"{p.get('label')} planned at {p.get('planned_at_s')} s never ran"})
+        elif (p.get("slip_s") or 0) > PLAN_SLIP_S:
+            out.append({"kind": "plan", "at_us": None,
+                        "text": f"{p.get('label')} was injected {p['slip_s']:.1f} s later than "
+                                f"planned ({p.get('planned_at_s')} s)"})
+    return out
+
+
+def _phase_problems(loc: RunLocation) -> list[dict]:
+    out = []
+    for ph in _read_json(loc, "phases.json") or []:
+        if isinstance(ph, dict) and ph.get("outcome") == "failed":
+            d = ph.get("detail") or {}
+            why = ph.get("error") or d.get("error") or d.get("incomplete") or d.get("leftovers")
+            out.append({"kind": "phase", "at_us": ph.get("end_us"),
+                        "text": f"phase {ph.get('name')} did not finish cleanly"
+                                + (f": {str(why)[:300]}" if why else "")})
+    return out
+
+
+def _consumer_problems(summary: dict) -> list[dict]:
+    out = []
+    for g in (summary.get("metrics") or {}).get("consumer_lag") or []:
+        if (g.get("longest_stall_s") or 0) >= CONSUMER_STALL_S:
+            out.append({"kind": "consumer-stall", "at_us": None,
+                        "text": f"group {g['group_id']} received nothing new for "
+                                f"{g['longest_stall_s']} s while records waited"})
+    c = summary.get("counts") or {}
+    failed = (c.get("commits") or 0) - (c.get("commits_ok") or 0)
+    if failed > 0:
+        out.append({"kind": "commits", "at_us": None,
+                    "text": f"{failed:,} of {c['commits']:,} offset commits failed"})
+    return out
+
+
+def _metadata_gaps(tl: Timeline) -> list[dict]:
+    out, since = [], None
+    for o in sorted(tl.observations, key=lambda o: o.ts_us):
+        if o.name == "metadata-unavailable":
+            since = o.ts_us
+        elif o.name == "metadata-available" and since is not None:
+            if o.ts_us - since > 5_000_000:
+                out.append({"kind": "observer", "at_us": since,
+                            "text": f"the observer could not read metadata for "
+                                    f"{(o.ts_us - since) / 1e6:.1f} s (leaders and ISR unknown then)"})
+            since = None
+    return out
