@@ -39,6 +39,16 @@ class PartitionState:
     leader: int | None          # broker id, None when offline
     replicas: tuple[int, ...]
     isr: tuple[int, ...]
+    leader_epoch: int | None = None   # where the source tells it (metadata_probe)
+
+
+@runtime_checkable
+class ElectedView(Protocol):
+    """Partitions as the controller last elected them: not as whichever broker a
+    client asked (a deposed leader, still reached by clients, answers "I lead")."""
+
+    def elected_partitions(self, topics: list[str] | None = None,
+                           timeout: float = 1.0) -> list[PartitionState]: ...
 
 
 # Container states (DockerNode.status()) in which a node is down: nothing to stop.

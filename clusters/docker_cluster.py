@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import time
 from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
@@ -52,6 +53,7 @@ from clusters.config import (  # noqa: E402
 from clusters.docker_env import docker_client  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
 from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
+from clusters.metadata_probe import broker_view, elected  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.migration import MigrationPlan, plan_migration  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
@@ -356,6 +358,26 @@ class DockerCluster:
                 out.append(PartitionState(t.topic, p.id, p.leader if p.leader >= 0 else None,
                                           tuple(p.replicas), tuple(p.isrs)))
         return sorted(out, key=lambda s: (s.topic, s.partition))
+
+    def elected_partitions(self, topics: list[str] | None = None,
+                           timeout: float = 1.0) -> list[PartitionState]:
+        """Each partition as the broker with the newest leader epoch for it reports it
+        (clusters/metadata_probe.py): the controller's latest election, even while a
+        deposed leader still answers clients. Every running broker is asked in parallel;
+        one that does not answer within `timeout` (paused, cut off) is left out."""
+        nodes = [n for n in self.brokers() if n.status() == "running"]
+
+        def ask(node):
+            try:
+                return broker_view(node.ip, CLIENT_PORT, topics, timeout)
+            except (OSError, ValueError, struct.error):
+                return None
+        with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
+            views = [v for v in pool.map(ask, nodes) if v is not None]
+        if not views:
+            raise ClusterUnhealthy("no broker answered a metadata request")
+        return [PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, p.leader_epoch)
+                for p in elected(views)]
 
     def registered_brokers(self, timeout: float = 5) -> set[int]:
         return set(self._metadata(None, timeout).brokers)

@@ -1,6 +1,10 @@
 """Samples cluster metadata every ~200 ms and records each change as an
 `observe` event in the run history (leader, isr, controller).
 
+Leaders and ISRs are the controller's view: for our own clusters every broker is
+asked and the newest leader epoch wins (clusters/metadata_probe.py), so a leader cut
+off from the quorum that still answers clients cannot hide an election.
+
 The observer only reads; it never acts on the cluster. A sample that cannot
 be taken (no broker answers) is recorded once as `metadata-unavailable` and
 again as `metadata-available` when sampling recovers, so gaps in the timeline
@@ -12,6 +16,7 @@ import logging
 import threading
 import time
 
+from clusters.api import ElectedView
 from harness.history import EventLog
 
 log = logging.getLogger(__name__)
@@ -27,6 +32,7 @@ class MetadataObserver:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._leaders: dict[tuple[str, int], int | None] = {}
+        self._elected: dict[tuple[str, int], tuple[int | None, int | None]] = {}
         self._isr: dict[tuple[str, int], tuple[int, ...]] = {}
         self._controller: str | None = None
         self._available = True
@@ -62,9 +68,16 @@ class MetadataObserver:
                 log.debug("observer sample failed: %s", e)
             self._stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
 
+    def _partitions(self):
+        """The controller's view where the cluster can give it (api.ElectedView), else
+        the metadata a client gets."""
+        if isinstance(self.cluster, ElectedView):
+            return self.cluster.elected_partitions(self.topics, timeout=1.0)
+        return self.cluster.partitions(timeout=1.5)
+
     def sample(self) -> None:
         try:
-            parts = self.cluster.partitions(timeout=1.5)
+            parts = self._partitions()
         except Exception as e:
             if self._available:
                 self._available = False
@@ -78,11 +91,13 @@ class MetadataObserver:
             if self.topics is not None and p.topic not in self.topics:
                 continue
             key = (p.topic, p.partition)
-            if key not in self._leaders or self._leaders[key] != p.leader:
+            elected = (p.leader, p.leader_epoch)
+            if key not in self._elected or self._elected[key] != elected:
+                # a new epoch with the same leader is an election too (it was re-elected)
                 self.events.emit("observe", "leader", _broker_name(self.cluster, p.leader),
                                  topic=p.topic, partition=p.partition, leader=p.leader,
-                                 previous=self._leaders.get(key))
-                self._leaders[key] = p.leader
+                                 leader_epoch=p.leader_epoch, previous=self._leaders.get(key))
+                self._leaders[key], self._elected[key] = p.leader, elected
             isr = tuple(sorted(p.isr))
             if self._isr.get(key) != isr:
                 self.events.emit("observe", "isr", None, topic=p.topic, partition=p.partition,

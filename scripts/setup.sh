@@ -19,6 +19,7 @@ command -v iptables >/dev/null    || missing+=(iptables)
 command -v mvn >/dev/null         || missing+=(maven)
 command -v java >/dev/null        || missing+=(openjdk-17-jre-headless)
 command -v go >/dev/null          || missing+=(golang-go)
+command -v chromium >/dev/null    || missing+=(chromium)    # the report's layout test
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing ${missing[*]}"

@@ -21,7 +21,7 @@ from spark_reports.kinds import KINDS
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto 3em;
- padding:0 1.5em;max-width:1400px;color:#222;box-sizing:border-box}
+ padding:0 1.5em;max-width:1400px;color:#222;box-sizing:border-box;overflow-wrap:break-word}
 .banner{margin:1em 0;padding:1em 1.4em;border-radius:6px;color:#fff}
 .banner h1{margin:0 0 .4em;font-size:1.5em}.passed{background:#1b7837}.failed{background:#b2182b}
 .unknown{background:#8c6d1f}.banner ul{margin:.3em 0 0 1.2em;padding:0}.banner li{margin:.15em 0}
@@ -98,18 +98,22 @@ def _where(summary: dict, kind: str, most: int = 3) -> str:
 
 
 def _check_sentence(c: dict, summary: dict) -> str:
-    metric = c["expectation"].split()[0]
-    an = (summary.get("anomalies") or {}).get(metric)
+    """One expectation and how it went: "lost > 0 was expected: 4 841 lost on t-0 (…)",
+    "lost == 0 when durable was violated: 3 lost on …", "max_unavailability_s <= 30 held
+    (17.2)", or why it was not judged."""
     if c["status"] == "not judged":
         return c["reason"]
-    seen = c["reason"]
+    metric, op = c["expectation"].split()[:2]
+    an = (summary.get("anomalies") or {}).get(metric)
     if an:
         where = _where(summary, metric)
         seen = f"{count_words(an)} {metric}" + (f" on {where}" if where else "")
-    verb = "held" if c["status"] == "passed" else "was violated"
-    if c["status"] == "passed" and an and c["expectation"].split()[1] in (">", ">=", "!="):
-        verb = "was expected"
-    return f"{c['expectation']} {verb}: {seen}"
+        verb = "was violated" if c["status"] == "failed" else (
+            "was expected" if op in (">", ">=", "!=") else "held")
+        return f"{c['expectation']} {verb}: {seen}"
+    if c["status"] == "failed":
+        return f"{c['expectation']} was violated: {c['reason']}"
+    return f"{c['expectation']} held ({_fmt(c['actual'])})"
 
 
 def _headline(summary: dict, v: dict) -> str:

@@ -10,6 +10,7 @@ import sys
 from xml.etree import ElementTree as ET
 
 import docker
+import pyarrow.parquet as pq
 
 
 def test_compare_acks_1_vs_all_calls_lost(tmp_path):
@@ -34,6 +35,8 @@ def test_compare_acks_1_vs_all_calls_lost(tmp_path):
               for r in runs]
     assert [[(f["label"], f["planned_at_s"]) for f in fs] for fs in faults][0] == \
         [[(f["label"], f["planned_at_s"]) for f in fs] for fs in faults][1]
+    _every_lost_record_names_the_isolated_leader(
+        compare_dir / variants["producer.acks=1"]["runs"][0]["run_dir"].split("/")[-1])
     page = (compare_dir / "index.html").read_text()
     assert "data:image/png;base64," in page and page.count("/report/index.html") == 2
     junit = ET.parse(compare_dir / "junit.xml").getroot()
@@ -42,3 +45,22 @@ def test_compare_acks_1_vs_all_calls_lost(tmp_path):
     left = [c.name for c in docker.from_env().containers.list(all=True)
             if c.labels.get("harness.run-id") in ids]
     assert left == []
+
+
+def _every_lost_record_names_the_isolated_leader(run_dir) -> None:
+    """acked_by: the producer's own view of who acknowledged. Every record acks=1 lost
+    was acknowledged by the leader cut off from the others (clients still reached it),
+    mostly after the controller had elected another; all charged to that fault."""
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    [fault] = summary["metrics"]["fault_windows"]
+    leaders = [o for o in summary["timeline"]["observations"] if o["name"] == "leader"
+               and o["partition"] == 0 and o["ts_us"] <= fault["start_us"]]
+    isolated = leaders[-1]["leader"]
+    lost = pq.read_table(run_dir / "report" / "anomalies" / "lost").to_pylist()
+    assert lost and {r["leader_at_ack"] for r in lost} == {isolated}, \
+        sorted({(r["leader_at_ack"], r["elected_leader_at_ack"]) for r in lost})
+    assert any(r["elected_leader_at_ack"] != isolated for r in lost)        # deposed
+    assert summary["anomalies_by_fault"] == {fault["fault_id"]: {"lost": len(lost)}} or \
+        summary["anomalies_by_fault"][fault["fault_id"]]["lost"] == summary["anomalies"]["lost"]
+    page = (run_dir / "report" / "index.html").read_text()
+    assert "acknowledged them after timeline[0] partition began" in page
