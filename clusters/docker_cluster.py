@@ -365,6 +365,14 @@ class DockerCluster:
         (clusters/metadata_probe.py): the controller's latest election, even while a
         deposed leader still answers clients. Every running broker is asked in parallel;
         one that does not answer within `timeout` (paused, cut off) is left out."""
+        views = [v.partitions for v in self._broker_views(topics, timeout).values()]
+        if not views:
+            raise ClusterUnhealthy("no broker answered a metadata request")
+        return [PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, p.leader_epoch)
+                for p in elected(views)]
+
+    def _broker_views(self, topics: list[str] | None, timeout: float) -> dict:
+        """node -> its BrokerView, for every running broker that answered in time."""
         nodes = [n for n in self.brokers() if n.status() == "running"]
 
         def ask(node):
@@ -373,11 +381,8 @@ class DockerCluster:
             except (OSError, ValueError, struct.error):
                 return None
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
-            views = [v for v in pool.map(ask, nodes) if v is not None]
-        if not views:
-            raise ClusterUnhealthy("no broker answered a metadata request")
-        return [PartitionState(p.topic, p.partition, p.leader, p.replicas, p.isr, p.leader_epoch)
-                for p in elected(views)]
+            return {n: v for n, v in zip(nodes, pool.map(ask, nodes), strict=True)
+                    if v is not None}
 
     def registered_brokers(self, timeout: float = 5) -> set[int]:
         return set(self._metadata(None, timeout).brokers)
@@ -397,7 +402,21 @@ class DockerCluster:
             samples = list(pool.map(lambda n: scrape(n.ip, METRICS_PORT, timeout=1.0), nodes))
         active = [n for n, m in zip(nodes, samples, strict=True)
                   if m.get("kafka_controller_kafkacontroller_activecontrollercount", 0) >= 1]
+        if len(active) > 1 and self.spec.mode == ZOOKEEPER:
+            return self._controller_by_majority(active)
         return active[0] if len(active) == 1 else None
+
+    def _controller_by_majority(self, claimants: list[DockerNode]) -> DockerNode | None:
+        """Of two ZooKeeper-mode brokers that both claim the controller role (one cut
+        off from ZooKeeper does not know its session expired), the one most brokers
+        name: the new controller told the brokers it reaches, the old one told none."""
+        named = [v.controller for v in self._broker_views([], 1.0).values()
+                 if v.controller is not None]
+        ids = {n.node_id: n for n in claimants}
+        votes = sorted(((named.count(i), i) for i in ids), reverse=True)
+        if not votes or votes[0][0] == 0 or (len(votes) > 1 and votes[0][0] == votes[1][0]):
+            return None
+        return ids[votes[0][1]]
 
     def quorum_leader(self) -> DockerNode | None:
         return self.active_controller() if self.spec.is_kraft else None

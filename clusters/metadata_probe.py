@@ -22,6 +22,12 @@ METADATA, VERSION = 3, 7
 
 
 @dataclass(frozen=True)
+class BrokerView:
+    controller: int | None              # the controller this broker knows (ZooKeeper mode)
+    partitions: list["PartitionView"]
+
+
+@dataclass(frozen=True)
 class PartitionView:
     topic: str
     partition: int
@@ -75,14 +81,14 @@ def _recv(sock: socket.socket, n: int) -> bytes:
     return out
 
 
-def _parse(data: bytes) -> list[PartitionView]:
+def _parse(data: bytes) -> BrokerView:
     r = _Reader(data)
     r.take(">i")                                 # correlation id
     r.take(">i")                                 # throttle time
     for _ in range(r.take(">i")):                # brokers
         r.take(">i"), r.string(), r.take(">i"), r.string()
     r.string()                                   # cluster id
-    r.take(">i")                                 # controller id
+    controller = r.take(">i")
     out = []
     for _ in range(r.take(">i")):
         error, name, _internal = r.take(">h"), r.string(), r.take(">b")
@@ -92,11 +98,11 @@ def _parse(data: bytes) -> list[PartitionView]:
             if error == 0 and perr in (0, 5):    # 5: LEADER_NOT_AVAILABLE (offline)
                 out.append(PartitionView(name, index, leader if leader >= 0 else None, epoch,
                                          replicas, isr))
-    return out
+    return BrokerView(controller if controller >= 0 else None, out)
 
 
 def broker_view(host: str, port: int, topics: list[str] | None,
-                timeout: float = 1.0) -> list[PartitionView]:
+                timeout: float = 1.0) -> BrokerView:
     """One broker's metadata for `topics` (None: all), as that broker sees it."""
     with socket.create_connection((host, port), timeout=timeout) as sock:
         sock.settimeout(timeout)

@@ -39,6 +39,13 @@ class MetadataObserver:
         self.samples = 0
 
     def start(self) -> "MetadataObserver":
+        # which node each broker id is, for the report's words (a broker that never leads
+        # appears in no leader event)
+        try:
+            self.events.emit("observe", "brokers", None,
+                             brokers={str(n.node_id): n.name for n in self.cluster.brokers()})
+        except Exception as e:  # noqa: BLE001 - names are a convenience, never a reason to stop
+            log.debug("observer: no broker names: %s", e)
         self._thread = threading.Thread(target=self._run, name="metadata-observer", daemon=True)
         self._thread.start()
         return self

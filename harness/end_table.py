@@ -7,6 +7,8 @@ live display, the tables lost their rows on a terminal when the panel closed.
 """
 from __future__ import annotations
 
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
@@ -67,7 +69,8 @@ def _head(summary: dict, verdict, run_id: str) -> Table:
 
 def print_end_table(state, console: Console | None = None) -> None:
     state.close_progress()
-    console = console or Console()
+    # off a terminal (CI logs) rich assumes 80 columns: too narrow for the fault table
+    console = console or (Console() if sys.stdout.isatty() else Console(width=160))
     v = state.verify_result
     console.print(_head(v.summary, v.verdict, state.ctx.run_id))
     rows = recovery_rows(v.summary)

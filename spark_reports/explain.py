@@ -54,7 +54,7 @@ class RunFacts:
             if before_us is not None and o["ts_us"] > before_us:
                 break
             if o["name"] == "leader" and o.get("partition") == partition \
-                    and o.get("topic") in (None, topic) and o.get("leader") == leader:
+                    and o.get("topic") in (None, topic) and _same_leader(o.get("leader"), leader):
                 hit = o
         return hit
 
@@ -69,6 +69,11 @@ class RunFacts:
         return None
 
 
+def _same_leader(a, b) -> bool:
+    none = (None, -1)
+    return a == b or (a in none and b in none)
+
+
 def explain(kind: str, g: dict, run: RunFacts) -> str:
     """One group of a kind's rows (anomaly_output.explanations) in words."""
     tp = f"{g['topic']}-{g['partition']}" if g.get("partition") is not None else str(g["topic"])
@@ -76,7 +81,9 @@ def explain(kind: str, g: dict, run: RunFacts) -> str:
     if g.get("first_ack_us") is None:
         return text + _charged(g, run) + "."
     leader, elected = g.get("leader"), g.get("elected_leader")
-    if leader is not None and elected is not None and leader != elected:
+    # deposed: the controller had elected another, or had left the partition leaderless
+    if leader is not None and leader != elected and (
+            elected is not None or run.election(g["topic"], g["partition"], None, g["first_ack_us"])):
         text += ". " + _deposed(g, run)
     else:
         who = run.broker(leader if leader is not None else elected)
@@ -101,7 +108,8 @@ def _deposed(g: dict, run: RunFacts) -> str:
         said += f": {fault['description']})" if fault.get("description") else ")"
         said += " and"
     won = run.election(topic, part, g["elected_leader"], g["first_ack_us"])
-    said += f" after the controller had elected {elected}"
+    said += (f" after the controller had elected {elected}" if g["elected_leader"] is not None
+             else f" after the controller had left {topic}-{part} without a leader")
     said += f" ({run.at(won['ts_us'])})" if won else ""
     said += f", between {run.at(g['first_ack_us'])} and {run.at(g['last_ack_us'])}"
     back = run.rejoined(topic, part, g["leader"], g["last_ack_us"])

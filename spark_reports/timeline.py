@@ -93,9 +93,15 @@ class Timeline:
         return max(owners, key=lambda f: f.start_us, default=None)
 
     def broker_names(self) -> dict[int, str]:
-        """Broker id -> node name, as the observer's leader events pair them."""
-        return {int(o.leader): str(o.target) for o in self.observations
-                if o.name == "leader" and o.target and isinstance(o.leader, int) and o.leader >= 0}
+        """Broker id -> node name: the observer's `brokers` event, and its leader events."""
+        names = {int(o.leader): str(o.target) for o in self.observations
+                 if o.name == "leader" and o.target and isinstance(o.leader, int) and o.leader >= 0}
+        for o in self.observations:
+            if o.name == "brokers" and isinstance(o.detail.get("brokers"), dict):
+                for k, v in o.detail["brokers"].items():
+                    if str(k).lstrip("-").isdigit():
+                        names[int(k)] = str(v)
+        return dict(sorted(names.items()))
 
 
 def _detail(raw: str | None) -> dict:

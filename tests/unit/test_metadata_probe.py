@@ -52,9 +52,10 @@ def _serve(answer: bytes) -> tuple[int, list[bytes]]:
 
 def test_a_brokers_answer_is_read_with_each_partitions_leader_epoch():
     port, got = _serve(_response([(0, 2, 7, [1, 2, 3], [2, 3]), (1, -1, 4, [1, 2, 3], [])]))
-    views = broker_view("127.0.0.1", port, ["t"])
-    assert views == [PartitionView("t", 0, 2, 7, (1, 2, 3), (2, 3)),
-                     PartitionView("t", 1, None, 4, (1, 2, 3), ())]
+    view = broker_view("127.0.0.1", port, ["t"])
+    assert view.controller == 1
+    assert view.partitions == [PartitionView("t", 0, 2, 7, (1, 2, 3), (2, 3)),
+                               PartitionView("t", 1, None, 4, (1, 2, 3), ())]
     # the request: api 3 version 7, one topic, no auto-creation
     assert got[0] == _request(["t"])[4:]
     assert struct.unpack_from(">hh", got[0]) == (3, 7)
@@ -62,7 +63,7 @@ def test_a_brokers_answer_is_read_with_each_partitions_leader_epoch():
 
 def test_a_topic_error_gives_no_partitions():
     port, _ = _serve(_response([(0, 2, 7, [1, 2, 3], [2, 3])], error=3))   # UNKNOWN_TOPIC
-    assert broker_view("127.0.0.1", port, ["t"]) == []
+    assert broker_view("127.0.0.1", port, ["t"]).partitions == []
 
 
 def test_the_newest_epoch_wins_over_a_deposed_leaders_own_answer():

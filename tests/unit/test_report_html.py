@@ -178,3 +178,18 @@ def test_what_else_went_wrong_is_listed_and_says_so_when_nothing_did():
             "(a fatal client error): KafkaException</li></ul>") in page
     s["problems"] = []
     assert "Nothing: every workload ran to the end" in render_report(s, None, None, {})
+
+
+def test_a_leader_that_acknowledged_while_the_partition_had_no_leader_was_deposed_too():
+    v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
+              load_expectations("- lost > 0\n", "e"), {}, {})
+    s = _deposed_summary(v)
+    s["timeline"]["observations"].insert(1, {"ts_us": T0 + 2_050_000, "name": "leader",
+                                             "topic": "t", "partition": 0, "leader": None,
+                                             "fault_id": "f1"})
+    s["anomaly_explanations"]["lost"][0].update(elected_leader=None, first_ack_us=T0 + 2_060_000,
+                                                last_ack_us=T0 + 2_090_000)
+    page = render_report(s, None, None, {})
+    assert ("kafka-1 acknowledged them after timeline[1] partition began (+2.0 s: kafka-1 cut off "
+            "from every other node; clients still reach it) and after the controller had left t-0 "
+            "without a leader (+2.0 s), between +2.1 s and +2.1 s") in page

@@ -31,3 +31,32 @@ def test_starting_a_worker_leaves_the_parent_s_signal_mask_as_it_was():
     before = signal.pthread_sigmask(signal.SIG_BLOCK, set())
     WorkerProcess("w", _sleep_then_exit, 0.0).start().join(30)
     assert signal.pthread_sigmask(signal.SIG_BLOCK, set()) == before
+
+
+def test_a_producer_that_dies_says_why_and_is_counted_once(tmp_path):
+    """A real producer process whose client refuses its config (librdkafka raises):
+    the worker writes `workload-died` with the error, the parent adds the exit code,
+    and the checker counts one death, not two; a kill of ours is no death."""
+    from harness.context import RunContext
+    from harness.history import EventLog, read_table
+    from spark_reports.problems import workload_deaths
+    from spark_reports.timeline import parse_events
+    from workloads.producer import ProducerProcess
+    from workloads.spec import ProducerSpec
+
+    events = EventLog(tmp_path, "r")
+    run = RunContext("r", tmp_path, events, fixed_bootstrap="127.0.0.1:1")
+    spec = ProducerSpec(name="p0", topic="t", records=10,
+                        client_config={"no.such.property": "1"})
+    dying = ProducerProcess(spec, run).start()
+    assert dying.wait(60) and dying.exitcode == 1
+    killed = ProducerProcess(spec.model_copy(update={"name": "p1", "client_config": {},
+                                                     "records": None, "duration_s": 60}), run)
+    killed.start()
+    time.sleep(1.5)
+    killed.kill()
+    events.close()
+    rows = read_table(tmp_path, "events").to_pylist()
+    [death] = workload_deaths(parse_events(rows, None))
+    assert (death["workload"], death["kind"], death["exitcode"]) == ("p0", "producer", 1)
+    assert "no.such.property" in death["error"]
