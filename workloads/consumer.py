@@ -103,8 +103,11 @@ class _Member:
         self.assignment += 1
         self._event("rebalance", type="revoked", partitions=_parts(parts),
                     protocol=self.spec.assignment)
+        revoked = {(p.topic, p.partition) for p in parts}
         if self.spec.commit == "after-processing":
-            self.commit({(p.topic, p.partition) for p in parts})
+            self.commit(revoked)
+        for k in revoked:       # not ours any more: a later commit would overwrite the new
+            self.processed.pop(k, None)     # owner's (the broker does not check who owns)
 
     def _on_lost(self, consumer, parts) -> None:
         self.assignment += 1
@@ -132,7 +135,11 @@ class _Member:
                                  "error": e.name() if e is not None else None, "ts_us": ts})
 
     def commit(self, only: set[tuple[str, int]] | None = None) -> None:
-        """Commit recorded offsets: rows are on disk first (at-least-once)."""
+        """Commit recorded offsets: rows are on disk first (at-least-once). An offset
+        whose commit failed stays to be committed by the next attempt: a commit names
+        only the partitions read since the last, so one dropped after a failure (a
+        cooperative rebalance's ILLEGAL_GENERATION) was never committed, and the
+        partition's next owner read it all again (claim 12, benchmarks/RESULTS.md)."""
         from confluent_kafka import KafkaException, TopicPartition
         todo = {k: v for k, v in self.processed.items() if only is None or k in only}
         if not todo:
@@ -142,9 +149,11 @@ class _Member:
         try:
             result = self.consumer.commit(offsets=offsets, asynchronous=False)
             self._record_commits(result)
+            done = {(tp.topic, tp.partition) for tp in result if tp.error is None}
         except KafkaException as e:
             self._record_commits(offsets, e.args[0])
-        for k in todo:
+            done = set()
+        for k in done:
             if self.processed.get(k) == todo[k]:
                 del self.processed[k]
         self.commits.flush()

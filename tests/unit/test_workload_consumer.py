@@ -61,3 +61,52 @@ def test_append_columns_checks_its_input(tmp_path):
     rows = read_table(tmp_path, "commits").to_pylist()
     assert [(r["partition"], r["offset"], r["group_id"], r["run_id"]) for r in rows] == [
         (0, 5, None, "r1"), (1, 6, None, "r1")]
+
+
+class _Committed:
+    def __init__(self, topic, partition, offset, error=None):
+        self.topic, self.partition, self.offset, self.error = topic, partition, offset, error
+
+
+class _Coordinator:
+    """Answers commits as a coordinator mid-rebalance does: the first fails whole
+    (ILLEGAL_GENERATION), the next fails one partition, the rest succeed."""
+
+    def __init__(self):
+        self.calls = []
+
+    def commit(self, offsets, asynchronous):
+        from confluent_kafka import KafkaError, KafkaException
+        self.calls.append(sorted((tp.partition, tp.offset) for tp in offsets))
+        if len(self.calls) == 1:
+            raise KafkaException(KafkaError(KafkaError.ILLEGAL_GENERATION))
+        bad = KafkaError(KafkaError.REBALANCE_IN_PROGRESS) if len(self.calls) == 2 else None
+        return [_Committed(tp.topic, tp.partition, tp.offset, bad if tp.partition == 1 else None)
+                for tp in offsets]
+
+    def close(self):
+        pass
+
+
+def test_an_offset_whose_commit_failed_is_committed_by_the_next_attempt(tmp_path):
+    """Claim 12: a commit that failed mid-rebalance (cooperative-sticky: ILLEGAL_GENERATION)
+    used to forget its offsets; a partition read no further was then never committed and
+    its next owner read it all again. Revoked partitions are let go either way."""
+    from workloads.consumer import _Member
+
+    m = _Member(ConsumerGroupSpec(group_id="g", topics="t", commit="after-processing"), "c0", 0,
+                "127.0.0.1:9", str(tmp_path), "r1")
+    m.consumer.close()
+    m.consumer = fake = _Coordinator()
+    m.processed = {("t", 0): 10, ("t", 1): 20}
+    m.commit()                                   # fails whole: both kept
+    assert m.processed == {("t", 0): 10, ("t", 1): 20}
+    m.commit()                                   # partition 1 fails: it alone is kept
+    assert m.processed == {("t", 1): 20}
+    m.processed[("t", 2)] = 30
+    m._on_revoke(None, [_Committed("t", 1, -1), _Committed("t", 2, -1)])
+    assert fake.calls[-1] == [(1, 20), (2, 30)] and m.processed == {}
+    m.close()
+    rows = read_table(tmp_path, "commits").to_pylist()
+    assert [(r["partition"], r["offset"], r["ok"]) for r in rows] == [
+        (0, 10, False), (1, 20, False), (0, 10, True), (1, 20, False), (1, 20, True), (2, 30, True)]
