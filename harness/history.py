@@ -1,7 +1,8 @@
 """The run history: table schemas and a crash-safe chunked Parquet writer.
 
-The contract is ../shared/spec/history.md. Workloads, faults and the cluster
-observer only append rows through `HistoryWriter`; the reconciler only reads.
+The contract is ../shared/spec/history.md (in the repository: docs/history.md).
+Workloads, faults and the cluster observer only append rows through
+`HistoryWriter`; the reconciler only reads.
 
 Each writer flushes a part file every `flush_rows` rows or `flush_seconds`
 seconds. A part is written under a dot-prefixed temporary name and renamed, so

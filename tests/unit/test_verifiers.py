@@ -163,3 +163,17 @@ def test_verify_command_missing_run_dir(tmp_path, capsys):
 
     assert main(["verify", str(tmp_path / "nope")]) == 2
     assert "no such run directory" in capsys.readouterr().err
+
+
+def test_verify_judges_a_stored_run_at_its_own_unavailability_threshold(tmp_path):
+    """`harness verify RUN_DIR` reads the threshold the run was made with
+    (report.unavailability_threshold_s in its resolved scenario.yaml), not a default."""
+    from harness.scenario import load_scenario
+    from spark_reports.storage import RunLocation
+    from spark_reports.verify import _threshold_from, read_config
+
+    (tmp_path / "scenario.yaml").write_text(
+        load_scenario("quick", ("report.unavailability_threshold_s=5",)).to_yaml())
+    assert _threshold_from(read_config(RunLocation.of(str(tmp_path)))) == 5.0
+    (tmp_path / "scenario.yaml").write_text("not: [a scenario")
+    assert _threshold_from(read_config(RunLocation.of(str(tmp_path)))) == 1.0
