@@ -48,3 +48,35 @@ def test_killed_producer_in_flight_records_are_indeterminate(run):
     # some indeterminate records did reach the log (the kill hid their acks)
     recovered = set(indet.record_id) & set(consumed.record_id)
     assert len(recovered) + len(acked) == len(consumed)
+
+
+def test_every_ack_names_the_leader_and_a_producer_that_dies_is_a_death(run):
+    """acked_by on a real cluster: with no fault, every acknowledged record names its
+    partition's leader. A producer ended by a signal nobody in the harness sent (here a
+    SIGTERM from outside) is a death the checker counts; the harness's own kill is not."""
+    import os
+    import signal
+
+    from harness.history import read_table
+    from spark_reports.problems import workload_deaths
+    from spark_reports.timeline import parse_events
+
+    topic = run.topic(3)
+    leaders = {p.partition: p.leader for p in run.cluster.partitions(topic)}
+    ours = ProducerProcess(ProducerSpec(name="p0", topic=topic, records=3000, rate=3000), run)
+    assert ours.start().wait(120)
+    produced = table(run.dir, "produced")
+    acked = produced[produced.status == "acked"]
+    assert len(acked) == 3000
+    assert {(int(p), int(b)) for p, b in zip(acked.partition, acked.acked_by, strict=True)} == \
+        set(leaders.items())
+    dying = ProducerProcess(ProducerSpec(name="p1", topic=topic, records=10_000_000, rate=1000), run)
+    killed = ProducerProcess(ProducerSpec(name="p2", topic=topic, records=10_000_000, rate=1000), run)
+    dying.start(), killed.start()
+    time.sleep(3)
+    os.kill(dying.pid, signal.SIGTERM)
+    assert dying.wait(30) and dying.exitcode == -signal.SIGTERM
+    killed.kill()
+    run.events.flush()
+    deaths = workload_deaths(parse_events(read_table(run.dir, "events").to_pylist(), None))
+    assert [(d["workload"], d["exitcode"]) for d in deaths] == [("p1", -signal.SIGTERM)]
