@@ -112,7 +112,9 @@ def _check_sentence(c: dict, summary: dict) -> str:
             "was expected" if op in (">", ">=", "!=") else "held")
         return f"{c['expectation']} {verb}: {seen}"
     if c["status"] == "failed":
-        return f"{c['expectation']} was violated: {c['reason']}"
+        died = [p["text"] for p in summary.get("problems") or [] if p["kind"] == "workload-died"]
+        why = "; ".join(died) if metric == "workload_deaths" and died else c["reason"]
+        return f"{c['expectation']} was violated: {why}"
     return f"{c['expectation']} held ({_fmt(c['actual'])})"
 
 

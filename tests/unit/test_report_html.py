@@ -193,3 +193,16 @@ def test_a_leader_that_acknowledged_while_the_partition_had_no_leader_was_depose
     assert ("kafka-1 acknowledged them after timeline[1] partition began (+2.0 s: kafka-1 cut off "
             "from every other node; clients still reach it) and after the controller had left t-0 "
             "without a leader (+2.0 s), between +2.1 s and +2.1 s") in page
+
+
+def test_a_run_whose_producer_died_fails_and_the_banner_says_who_and_why():
+    s = {"anomalies": {}, "counts": {"workload_deaths": 1}, "metrics": {}}
+    v = judge(s, load_expectations(None, "defaults"), {}, {})
+    assert v.status == "failed" and v.failures == ("workload_deaths: 1 > 0",)
+    summary = _summary(v)
+    summary["problems"] = [{"kind": "workload-died", "at_us": T0 + 3_000_000,
+                            "text": "producer p0 died (a fatal client error): KafkaException: "
+                                    "INVALID_TXN_STATE; its load stopped there"}]
+    page = render_report(summary, None, None, {})
+    assert ("<h1>FAILED: workload_deaths == 0 was violated: producer p0 died (a fatal client "
+            "error): KafkaException: INVALID_TXN_STATE; its load stopped there</h1>") in page
