@@ -136,7 +136,7 @@ def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> li
     healed; recovered; what it cost."""
     fid = rec["fault_id"]
     timed = [(rec["start_us"], f"injected: {rec.get('description') or rec['name']}")]
-    timed += _cluster_moves([o for o in run.observations if o.get("fault_id") == fid], run)
+    timed += _cluster_moves(fid, run)
     if rec.get("healed"):
         timed.append((rec["end_us"], "healed"))
     lines = [(run.at(ts) if ts is not None else "", text) for ts, text in
@@ -151,23 +151,22 @@ def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> li
     return lines
 
 
-def _cluster_moves(obs: list[dict], run: RunFacts, most: int = 10) -> list[tuple[int | None, str]]:
-    """Observations in words, those of one kind within a second of each other in one
-    line ("kafka-1 elected leader of t-0, t-2")."""
+def _cluster_moves(fid: str, run: RunFacts, most: int = 10) -> list[tuple[int | None, str]]:
+    """The fault's leader, ISR and controller changes in words; those of one kind within
+    a second of each other in one line ("kafka-1 elected leader of t-0, t-2", "ISR shrank
+    on t-0, t-1"). Every observation is read, so an ISR change is called a shrink or a
+    growth against the one before it."""
+    sizes: dict[str, int] = {}
     lines: list[tuple[int, str, list[str]]] = []
-    for o in obs:
+    for o in run.observations:
         tp = f"{o.get('topic')}-{o.get('partition')}"
-        if o["name"] == "leader":
-            what = (f"{run.broker(o['leader'])} elected leader of" if o.get("leader") not in (None, -1)
-                    else "no leader for")
-        elif o["name"] == "isr":
-            what = "ISR now " + (", ".join(run.broker(b) for b in o.get("isr") or []) or "empty") + " for"
-        elif o["name"] == "controller":
-            what, tp = f"{o.get('target') or 'no node'} is the active controller", ""
-        else:
+        what = _move(o, tp, sizes, run)
+        if what is None or o.get("fault_id") != fid:
             continue
+        if o["name"] == "controller":
+            tp = ""
         if lines and lines[-1][1] == what and o["ts_us"] - lines[-1][0] < 1_000_000:
-            if tp:
+            if tp and tp not in lines[-1][2]:
                 lines[-1][2].append(tp)
             continue
         lines.append((o["ts_us"], what, [tp] if tp else []))
@@ -176,6 +175,20 @@ def _cluster_moves(obs: list[dict], run: RunFacts, most: int = 10) -> list[tuple
     if len(lines) > most:
         out.append((None, f"… and {len(lines) - most} more leader/ISR changes"))
     return out
+
+
+def _move(o: dict, tp: str, sizes: dict[str, int], run: RunFacts) -> str | None:
+    if o["name"] == "leader":
+        return (f"{run.broker(o['leader'])} elected leader of" if o.get("leader") not in (None, -1)
+                else "no leader for")
+    if o["name"] == "isr":
+        size, before = len(o.get("isr") or []), sizes.get(tp)
+        sizes[tp] = size
+        return ("ISR shrank on" if before is not None and size < before else
+                "ISR grew on" if before is not None and size > before else "ISR changed on")
+    if o["name"] == "controller":
+        return f"{o.get('target') or 'no node'} is the active controller"
+    return None
 
 
 def _recovered(rec: dict, isr: dict | None) -> str:

@@ -49,8 +49,12 @@ def _summary(verdict) -> dict:
         "timeline": {"observations": [
             {"ts_us": T0 - 1000, "name": "leader", "topic": "t", "partition": 0, "leader": 1,
              "isr": [1, 2, 3]},
+            {"ts_us": T0 - 1000, "name": "isr", "topic": "t", "partition": 0, "leader": None,
+             "isr": [1, 2, 3]},
             {"ts_us": T0 + 2_100_000, "name": "leader", "topic": "t", "partition": 0,
-             "leader": 2, "isr": [2, 3], "fault_id": "f1"},
+             "leader": 2, "isr": None, "fault_id": "f1"},
+            {"ts_us": T0 + 2_150_000, "name": "isr", "topic": "t", "partition": 0,
+             "leader": None, "isr": [2, 3], "fault_id": "f1"},
             {"ts_us": T0 + 5_000_000, "name": "isr", "topic": "t", "partition": 0,
              "leader": None, "isr": [1, 2, 3], "fault_id": "f1"}],
             "brokers": {"1": "kafka-1", "2": "kafka-2", "3": "kafka-3"}},
@@ -160,11 +164,12 @@ def test_each_fault_is_told_in_the_scenarios_words_with_what_the_cluster_did():
     story = page[page.index("<h2>What each fault did</h2>"):page.index("<h2>Anomalies</h2>")]
     assert "<h3>timeline[1] partition" in story
     rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", story)
-    assert rows[:4] == [("+2.0 s", "injected: kafka-1 cut off from every other node; clients "
+    assert rows[:5] == [("+2.0 s", "injected: kafka-1 cut off from every other node; clients "
                                     "still reach it"),
                         ("+2.1 s", "kafka-2 elected leader of t-0"),
+                        ("+2.1 s", "ISR shrank on t-0"),
                         ("+4.0 s", "healed"),
-                        ("+5.0 s", "ISR now kafka-1, kafka-2, kafka-3 for t-0")]
+                        ("+5.0 s", "ISR grew on t-0")]
     assert ("", "charged to it: lost 4\u2009841") in rows
 
 
