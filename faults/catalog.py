@@ -138,6 +138,8 @@ class RollingUpgradeParams(Params):
     to_version: str = Field(description="a version alias or exact version from clusters/versions.py")
     release_version: str | None = Field(None, description="metadata version to raise to at the end")
     isr_timeout_s: float = Field(180, gt=0)
+    rollback: bool = Field(False, description="roll the binaries back before the metadata "
+                           "version is raised (where Kafka documents it)")
 
     @field_validator("to_version", "release_version", mode="before")
     @classmethod
@@ -288,7 +290,7 @@ def _kinds() -> dict[str, FaultKind]:
         _kind("rolling-upgrade", "re-create every node on another Kafka version, one at a "
               "time, then raise the metadata version", RollingUpgradeParams, NONE,
               lambda s, p: RollingUpgrade(p.to_version, release_version=p.release_version,
-                                          isr_timeout_s=p.isr_timeout_s),
+                                          isr_timeout_s=p.isr_timeout_s, rollback=p.rollback),
               needs=("replaceable",), self_healing=True, check=_check_upgrade),
         _kind("zk-migration", "move a ZooKeeper-mode cluster to KRaft, Kafka's documented "
               "way: controllers in migration mode, brokers rolled twice, ZooKeeper retired",

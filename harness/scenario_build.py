@@ -229,17 +229,26 @@ def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: f
                  f"{entry.fault!r}")
     if entry.target is not None:
         _check_refs(b, (*path, "target"), selector_refs(entry.target), topics)
-    if entry.fault == "rolling-upgrade" and cluster.mode == ZOOKEEPER:
-        to = str(entry.params.get("to_version", ""))
-        if to.split(".")[0].isdigit() and int(to.split(".")[0]) >= 4:
-            b.fail((*path, "params", "to_version"), f"Kafka {to} has no ZooKeeper mode",
-                   "migrate the cluster to KRaft first, or upgrade within 3.x")
+    if entry.fault == "rolling-upgrade":
+        _check_upgrade_pair(b, path, entry.params, cluster)
     if not 0 <= entry.at < duration_s:
         b.fail((*path, "at"), f"{entry.at} s is outside the workload's {duration_s:g} s",
                f"use 0 <= at < {duration_s:g}, or raise workload.duration_s")
     if entry.hold is not None and entry.hold < 0:
         b.fail((*path, "hold"), "is negative", "use 0 or more seconds")
     return entry
+
+
+def _check_upgrade_pair(b: Builder, path: tuple, params: dict, cluster: ClusterSpec) -> None:
+    """A pair Kafka's upgrade notes do not support is refused here, before anything starts."""
+    from clusters.upgrade_paths import UpgradeRefused, check_pair
+    from clusters.versions import resolve_version
+    try:
+        check_pair(cluster.kafka, resolve_version(str(params.get("to_version", ""))),
+                   cluster.mode, bool(params.get("rollback")))
+    except UpgradeRefused as e:
+        key = "rollback" if e.field == "--rollback" else "to_version"
+        b.fail((*path, "params", key), e.problem, e.fix)
 
 
 def _nemesis(b: Builder, cluster, topics, duration_s: float) -> Nemesis | None:
