@@ -152,6 +152,14 @@ def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     return props
 
 
+def format_args(spec: ClusterSpec) -> str:
+    """More `kafka-storage format` options for a new KRaft node (the entrypoint's
+    FORMAT_ARGS): feature levels the spec asks for instead of the line's defaults."""
+    if not spec.is_kraft or spec.eligible_leader_replicas is None:
+        return ""
+    return f"--feature eligible.leader.replicas.version={int(spec.eligible_leader_replicas)}"
+
+
 def plan_nodes(spec: ClusterSpec) -> list[NodePlan]:
     """Every node of the cluster, in start order (ZooKeeper/controllers first)."""
     plans = _zookeeper_plans(spec) if spec.mode == ZOOKEEPER_MODE else []

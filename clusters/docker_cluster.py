@@ -47,6 +47,7 @@ from clusters.config import (  # noqa: E402
     TOXIPROXY_ALIAS,
     ZK_DATA_DIR,
     NodePlan,
+    format_args,
     plan_nodes,
 )
 from clusters.docker_env import docker_client  # noqa: E402
@@ -204,6 +205,8 @@ class DockerCluster:
                "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
         if cluster_id or self._cluster_id:
             env["CLUSTER_ID"] = cluster_id or self._cluster_id
+            if format_args(self.spec):
+                env["FORMAT_ARGS"] = format_args(self.spec)
         target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
         heap = int(env["HEAP_MB"])
         return self._container(image or self.image, plan.alias, plan.role, plan.node_id, env,
