@@ -41,6 +41,7 @@ def build(b: Builder) -> Scenario:
     cluster = _cluster(b)
     topics = _topics(b, cluster)
     workload = _workload(b, topics, seed)
+    _check_group_protocol(b, cluster, list(workload.consumers))
     faults = _faults(b, cluster, topics, workload)
     drain = _drain(b, topics, workload)
     expect = _expect(b)
@@ -136,6 +137,7 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     duration = b.at(("workload",), lambda: Workload(**{
         k: v for k, v in b.get(("workload",), {}).items()
         if k in ("duration_s", "warmup_timeout_s")}))
+    clients_version = _clients_version(b)
     producers = [_producer(b, i, raw, topics, duration.duration_s, seed)
                  for i, raw in enumerate(_items(b, ("workload", "producers")))]
     consumers = [_consumer(b, i, raw, topics)
@@ -161,8 +163,31 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
         _check_topic(b, ("workload", kind, i if i < len(java_p) else i - len(java_p), "topic"),
                      j.topic, topics)
     return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
+                    clients_version=clients_version,
                     producers=tuple(producers), consumers=tuple(consumers),
                     java_producers=tuple(java_p), java_consumers=tuple(java_c))
+
+
+def _clients_version(b: Builder) -> str | None:
+    """workload.clients_version, resolved to an exact version (exit 2 when unknown)."""
+    from clusters.versions import resolve_version
+    raw = b.get(("workload", "clients_version"), None, (str, int, float))
+    if raw is None:
+        return None
+    try:
+        return resolve_version(str(raw)).version
+    except SpecError as e:
+        b.fail(("workload", "clients_version"), e.problem, e.fix)
+
+
+def _check_group_protocol(b: Builder, cluster: ClusterSpec, consumers: list[ConsumerGroupSpec]) -> None:
+    from clusters.versions import CONSUMER_PROTOCOL
+    for i, c in enumerate(consumers):
+        if c.group_protocol == "consumer" and not cluster.kafka.has(CONSUMER_PROTOCOL):
+            b.fail(("workload", "consumers", i, "group_protocol"),
+                   f"the consumer group protocol (KIP-848) is GA from Kafka 4.0; the cluster "
+                   f"runs {cluster.kafka.version}", "use group_protocol: classic, or "
+                   "cluster.version 4.0 or later")
 
 
 def _no_restart_name_clash(b: Builder, producers: list[ProducerSpec]) -> None:
