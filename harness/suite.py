@@ -293,4 +293,9 @@ def _configuration(s: Scenario) -> str:
             parts.append("transactional")
     if s.unclean_elections(s.topics[0]):
         parts.append("unclean elections")
+    if s.cluster.elr_enabled is not None:
+        parts.append(f"ELR {'on' if s.cluster.elr_enabled else 'off'}")
+    protocols = {c.group_protocol for c in s.workload.consumers} - {"classic"}
+    if protocols:
+        parts.append("group.protocol=" + ",".join(sorted(protocols)))
     return ", ".join(parts)
