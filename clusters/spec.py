@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clusters.versions import DEFAULT_VERSION, ELR, KafkaVersion, resolve_version
+from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, resolve_version
 from harness.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
@@ -70,6 +70,10 @@ class ClusterSpec:
     # Eligible leader replicas (KIP-966, 4.0+): None keeps the line's default for a new
     # cluster (off in 4.0, on from 4.1); true/false formats the cluster with it on/off.
     eligible_leader_replicas: bool | None = None
+    # A dynamic KRaft quorum (KIP-853, 3.9+): controllers found through
+    # controller.quorum.bootstrap.servers and added or removed at run time
+    # (faults controller-add, controller-remove) instead of a fixed voters list.
+    dynamic_quorum: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -107,6 +111,8 @@ class ClusterSpec:
                 for b, p in (kw["broker_config"] or {}).items()))
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
+        if not isinstance(kw.get("dynamic_quorum", False), bool):
+            raise SpecError("cluster.dynamic_quorum", f"{kw['dynamic_quorum']!r}", "write true or false")
         if kw.get("eligible_leader_replicas") not in (None, True, False):
             raise SpecError("cluster.eligible_leader_replicas", f"{kw['eligible_leader_replicas']!r}",
                             "write true or false (or leave it out for the line's default)")
@@ -186,6 +192,7 @@ class ClusterSpec:
             "broker_config": {str(b): dict(p) for b, p in self.broker_config},
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
+            "dynamic_quorum": self.dynamic_quorum,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -202,6 +209,10 @@ class ClusterSpec:
             raise SpecError("eligible_leader_replicas", f"Kafka {kafka.version} has no eligible "
                             "leader replicas (KIP-966 arrived in 4.0)",
                             "remove it, or use version 4.0 or later")
+        if self.dynamic_quorum and not (self.is_kraft and kafka.has(DYNAMIC_QUORUM)):
+            raise SpecError("dynamic_quorum", f"a dynamic KRaft quorum (KIP-853) needs KRaft on 3.9 "
+                            f"or later; this cluster is {self.mode} {kafka.version}",
+                            "remove it, or use a KRaft mode and version 3.9 or later")
         if not 1 <= self.brokers <= MAX_BROKERS:
             raise SpecError("brokers", f"{self.brokers} brokers is out of range",
                             f"use 1 to {MAX_BROKERS} brokers")

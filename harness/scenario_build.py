@@ -217,6 +217,9 @@ def cluster_has(cluster: ClusterSpec, need: str) -> str | None:
         return "needs toxiproxy wiring; set cluster.toxiproxy: client (or client+replication)"
     if need == "toxiproxy-replication" and cluster.toxiproxy != TOXIPROXY_ALL:
         return "acts on the replication listener; set cluster.toxiproxy: client+replication"
+    if need == "dynamic-quorum" and not (cluster.dynamic_quorum and cluster.mode == "kraft-isolated"):
+        return ("needs a dynamic KRaft quorum of isolated controllers; set cluster.mode: "
+                "kraft-isolated and cluster.dynamic_quorum: true (Kafka 3.9+)")
     return None
 
 
