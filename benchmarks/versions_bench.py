@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/versions_bench.py images 3.8 4.1     # build from nothing
     .venv/bin/python benchmarks/versions_bench.py start 3.6 3.7 … --repeat 2
-    .venv/bin/python benchmarks/versions_bench.py upgrade 4.1:4.3 3.8:3.9 …
+    .venv/bin/python benchmarks/versions_bench.py upgrade 4.1:4.3 3.8zk:3.9 4.1:4.3rb …
 
 images: `harness images build --version V` for a version with no image yet, with an
 empty harness cache and an empty Maven repository (jars and Maven's own plugins
@@ -57,29 +57,35 @@ def bench_images(versions: list[str]) -> list[dict]:
 def bench_start(versions: list[str], repeat: int) -> list[dict]:
     from clusters.docker_cluster import DockerCluster
     from clusters.spec import ClusterSpec
+    from faults.base import FaultContext, sh
+    from faults.rolling import _finalized_levels, features_describe_script
     rows = []
     for name in versions:
-        times = []
+        times, levels = [], {}
         for _ in range(repeat):
             cluster = DockerCluster(ClusterSpec.kraft_combined(name))
             try:
                 started = time.monotonic()
                 cluster.start()
                 times.append(round(time.monotonic() - started, 1))
+                ctx = FaultContext(cluster=cluster)
+                levels = _finalized_levels(sh(cluster.brokers()[0], features_describe_script(
+                    ctx.kafka_java, ctx.internal_bootstrap), check=False))
             finally:
                 cluster.stop()
         rows.append({"version": ClusterSpec.kraft_combined(name).kafka.version, "seconds": times,
-                     "median_s": statistics.median(times)})
-        print(f"start {name}: {times}", flush=True)
+                     "median_s": statistics.median(times), "features": levels})
+        print(f"start {name}: {times} {levels}", flush=True)
     return rows
 
 
 def bench_upgrade(pairs: list[str], runs_dir: Path) -> list[dict]:
     rows = []
     for pair in pairs:
-        old, new = pair.split(":")
+        old, new = pair.split(":")          # 3.8zk:3.9 -> ZooKeeper mode; 4.1:4.3rb -> --rollback
         extra = ["--set", "cluster.mode=zookeeper"] if old.endswith("zk") else []
-        old = old.removesuffix("zk")
+        extra += ["--rollback"] if new.endswith("rb") else []
+        old, new = old.removesuffix("zk"), new.removesuffix("rb")
         started = time.monotonic()
         r = subprocess.run([*HARNESS, "upgrade-check", "--from", old, "--to", new, "--plain",
                             "--runs-dir", str(runs_dir), *extra], cwd=ROOT, capture_output=True,
