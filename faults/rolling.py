@@ -137,7 +137,7 @@ class RollingUpgrade(BaseFault):
         self.targets = [cluster.node(s.node) for s in plan.steps if s.action == REPLACE
                         and s.value == plan.new.version]
         self.detail = {"from_version": plan.old.version, "to_version": plan.new.version,
-                       "release_version": self.release_version, "kind": plan.kind, "doc": plan.doc,
+                       "release_version": self.release_version, "path": plan.kind, "doc": plan.doc,
                        "rollback": plan.rollback, "plan": plan.lines(),
                        "order": [n.name for n in self.targets], "settle_s": {}, "steps": []}
         wait_full_isr(cluster, self.isr_timeout_s)

@@ -118,7 +118,7 @@ def upgrade_lines(run_dir: Path) -> str:
         return "upgrade: not started (no faults.json)"
     d = upgrade.get("detail") or {}
     lines = [f"upgrade {d.get('from_version', '?')} -> {d.get('to_version', '?')}"
-             f"{' and back' if d.get('rollback') else ''}: {d.get('kind', '')}; steps, in seconds:"]
+             f"{' and back' if d.get('rollback') else ''}: {d.get('path', '')}; steps, in seconds:"]
     lines += [f"  {s['seconds']:7.1f} s  {s['text']}" for s in d.get("steps") or []]
     planned = len(d.get("plan") or []) - 1
     if planned > len(d.get("steps") or []):
