@@ -11,6 +11,7 @@ workload keeps running through it. Its heal only makes sure every node runs.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import time
 
@@ -179,10 +180,6 @@ class RollingUpgrade(BaseFault):
 
 def _finalized_levels(describe_output: str) -> dict[str, str]:
     """'Feature: metadata.version  SupportedMinVersion: … FinalizedVersionLevel: 4.1-IV1 …'
-    lines -> {feature: finalized level}."""
-    levels = {}
-    for line in describe_output.splitlines():
-        fields = dict(part.split(": ", 1) for part in line.split("\t") if ": " in part)
-        if "Feature" in fields and "FinalizedVersionLevel" in fields:
-            levels[fields["Feature"].strip()] = fields["FinalizedVersionLevel"].strip()
-    return levels
+    lines -> {feature: finalized level} (tabs or spaces between the fields)."""
+    found = re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", describe_output)
+    return {name: level for name, level in found}

@@ -102,3 +102,11 @@ def test_an_unsupported_pair_fails_the_fault_with_kafkas_reason(tmp_path):
     c = _ReplaceableFake(tmp_path, ClusterSpec.zookeeper("3.9", brokers=2), brokers=2, zookeepers=1)
     with pytest.raises(FaultError, match="no ZooKeeper mode"):
         RollingUpgrade("4.1").inject(FaultContext(cluster=c))
+
+
+def test_the_finalized_feature_levels_are_read_from_describe():
+    from faults.rolling import _finalized_levels
+    out = ("Feature: metadata.version\tSupportedMinVersion: 3.3-IV3\tSupportedMaxVersion: 4.3-IV0\t"
+           "FinalizedVersionLevel: 4.3-IV0\tEpoch: 5\n"
+           "Feature: kraft.version  SupportedMinVersion: 0  FinalizedVersionLevel: 0  Epoch: 5\n")
+    assert _finalized_levels(out) == {"metadata.version": "4.3-IV0", "kraft.version": "0"}
