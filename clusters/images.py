@@ -309,19 +309,28 @@ def build_all(force: bool = False, versions: list[str] | None = None) -> dict[st
 def list_images() -> list[dict]:
     """Every image the harness built: what, Kafka version, tag, size, age, in use now."""
     client = docker_client()
-    current = {kafka_image_tag(kv) for kv in all_versions()}
+    current = {base_image_tag(), toxiproxy_image_tag()}
     rows = []
     for image in client.images.list(filters={"label": IMAGE_LABEL}):
         labels = image.labels or {}
+        version = labels.get("harness.kafka-version", "")
+        if version:
+            current.add(_current_kafka_tag(version))
         for tag in image.tags or ["<untagged>"]:
-            created = image.attrs.get("Created", "")
-            rows.append({"kind": labels.get(IMAGE_LABEL, "?"),
-                         "kafka_version": labels.get("harness.kafka-version", ""),
+            rows.append({"kind": labels.get(IMAGE_LABEL, "?"), "kafka_version": version,
                          "tag": tag, "size_mb": round(image.attrs.get("Size", 0) / 2**20),
-                         "age_s": _age_s(created), "current": tag in current or not tag.startswith(
-                             "harness-kafka:")})
+                         "age_s": _age_s(image.attrs.get("Created", "")), "current": tag in current})
     from clusters.versions import version_key
     return sorted(rows, key=lambda r: (r["kind"], version_key(r["kafka_version"] or "0"), r["tag"]))
+
+
+def _current_kafka_tag(version: str) -> str:
+    """The tag this checkout would build for a version ('' for one it no longer knows)."""
+    from harness.errors import SpecError
+    try:
+        return kafka_image_tag(version)
+    except SpecError:
+        return ""
 
 
 def _age_s(created: str) -> float | None:
