@@ -70,10 +70,12 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert again.returncode == 0 and page.stat().st_size > 10_000, again.stderr
 
 
-@pytest.mark.parametrize("line, exact", [("4.1", "4.1.2"), ("3.8", "3.8.1")])
-def test_quick_passes_on_other_release_lines(tmp_path, line, exact):
+@pytest.mark.parametrize("line", ["4.1", "3.8"])
+def test_quick_passes_on_other_release_lines(tmp_path, line):
     """`harness run quick` on a 4.x line other than 4.3 and a 3.x line other than 3.9:
     the line resolves to its newest patch, its image is built on first use, the run passes."""
+    from clusters.versions import resolve_version
+    exact = resolve_version(line).version          # 4.1.2, 3.8.1 when written
     runs = tmp_path / "runs"
     proc = subprocess.run([*HARNESS, "run", "quick", "--set", f"cluster.version={line}",
                            "--runs-dir", str(runs), "--plain"],
