@@ -35,7 +35,8 @@ def voter_ids(status_output: str) -> list[int]:
     return sorted(int(i) for i in ids)
 
 
-def directory_id_of(node, kafka_java: str = "") -> str:
+def directory_id_of(node) -> str:
+    """The node's log directory id, from its meta.properties."""
     out = sh(node, f"grep '^directory.id=' {LOG_DIR}/meta.properties")
     return out.strip().split("=", 1)[1]
 
