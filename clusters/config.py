@@ -84,6 +84,32 @@ def quorum_voters(spec: ClusterSpec) -> str:
     return ",".join(f"{i}@{node_alias(role, i)}:{CONTROLLER_PORT}" for i in spec.controller_ids())
 
 
+def quorum_props(spec: ClusterSpec) -> dict[str, str]:
+    """How a KRaft node finds the quorum: a fixed voters list, or (dynamic quorum,
+    KIP-853) bootstrap servers, the voters themselves being in the metadata log."""
+    if not spec.dynamic_quorum:
+        return {"controller.quorum.voters": quorum_voters(spec)}
+    role = COMBINED if spec.mode == KRAFT_COMBINED else CONTROLLER
+    return {"controller.quorum.bootstrap.servers": ",".join(
+        f"{node_alias(role, i)}:{CONTROLLER_PORT}" for i in spec.controller_ids())}
+
+
+def directory_id(cluster_id: str, node_id: int) -> str:
+    """A node's log directory id, derived from the cluster id so every node's format
+    command can name every initial controller's (a Kafka Uuid: URL-safe base64)."""
+    import base64
+    import uuid
+    raw = uuid.uuid5(uuid.NAMESPACE_OID, f"{cluster_id}/{node_id}").bytes
+    text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return text if not text.startswith("-") else "A" + text[1:]
+
+
+def initial_controllers(spec: ClusterSpec, cluster_id: str) -> str:
+    role = COMBINED if spec.mode == KRAFT_COMBINED else CONTROLLER
+    return ",".join(f"{i}@{node_alias(role, i)}:{CONTROLLER_PORT}:{directory_id(cluster_id, i)}"
+                    for i in spec.controller_ids())
+
+
 def zookeeper_connect(spec: ClusterSpec) -> str:
     return ",".join(f"{node_alias(ZOOKEEPER, j)}:{ZK_CLIENT_PORT}" for j in range(1, spec.zookeepers + 1))
 
@@ -106,7 +132,7 @@ def controller_props(spec: ClusterSpec, controller_id: int) -> dict[str, str]:
     """server.properties of an isolated KRaft controller, as a dict."""
     props = {
         "process.roles": "controller", "node.id": str(controller_id),
-        "controller.quorum.voters": quorum_voters(spec),
+        **quorum_props(spec),
         "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
         "controller.listener.names": "CONTROLLER",
         "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
@@ -132,7 +158,7 @@ def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     if spec.is_kraft:
         props["process.roles"] = "broker,controller" if role == COMBINED else "broker"
         props["node.id"] = str(broker_id)
-        props["controller.quorum.voters"] = quorum_voters(spec)
+        props.update(quorum_props(spec))
         props["controller.listener.names"] = "CONTROLLER"
         protocols.append("CONTROLLER:PLAINTEXT")
         if role == COMBINED:
@@ -150,6 +176,20 @@ def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     props.update(_defaults(spec))
     props.update(spec.props_for(broker_id))
     return props
+
+
+def format_args(spec: ClusterSpec, role: str = BROKER, cluster_id: str = "") -> str:
+    """More `kafka-storage format` options for a new KRaft node (the entrypoint's
+    FORMAT_ARGS): feature levels the spec asks for instead of the line's defaults, and a
+    dynamic quorum's initial controllers (on the nodes that are controllers)."""
+    if not spec.is_kraft:
+        return ""
+    args = []
+    if spec.eligible_leader_replicas is not None:
+        args.append(f"--feature eligible.leader.replicas.version={int(spec.eligible_leader_replicas)}")
+    if spec.dynamic_quorum and role in (CONTROLLER, COMBINED):
+        args.append(f"--initial-controllers {initial_controllers(spec, cluster_id)}")
+    return " ".join(args)
 
 
 def plan_nodes(spec: ClusterSpec) -> list[NodePlan]:

@@ -48,6 +48,7 @@ from clusters.config import (  # noqa: E402
     TOXIPROXY_ALIAS,
     ZK_DATA_DIR,
     NodePlan,
+    format_args,
     plan_nodes,
 )
 from clusters.docker_env import docker_client  # noqa: E402
@@ -162,11 +163,13 @@ class DockerCluster:
     def migration_plan(self, controllers: int = 1) -> MigrationPlan:
         return plan_migration(self.spec, controllers)
 
-    def add_node(self, plan: NodePlan, cluster_id: str | None = None) -> DockerNode:
+    def add_node(self, plan: NodePlan, cluster_id: str | None = None,
+                 format_extra: str | None = None) -> DockerNode:
         """Start one more node on the cluster's network; labelled with the run id like
         every node, so stop() and `harness gc` remove it. `cluster_id` formats a new
-        KRaft node's storage (default: the cluster's own)."""
-        node = self._start_node(plan, cluster_id=cluster_id)
+        KRaft node's storage (default: the cluster's own); `format_extra` replaces the
+        spec's format options (a controller joining a dynamic quorum: --no-initial-controllers)."""
+        node = self._start_node(plan, cluster_id=cluster_id, format_extra=format_extra)
         self._nodes.append(node)
         return node
 
@@ -194,7 +197,7 @@ class DockerCluster:
         self._cluster_id = cluster_id if spec.is_kraft else None
 
     def _start_node(self, plan: NodePlan, image: str | None = None,
-                    cluster_id: str | None = None) -> DockerNode:
+                    cluster_id: str | None = None, format_extra: str | None = None) -> DockerNode:
         size = max(64, self.spec.log_dir_size_mb // 4) if plan.role == ZOOKEEPER \
             else self.spec.log_dir_size_mb
         data = storage.mount_tmpfs(self.run_id, plan.alias, size)
@@ -206,6 +209,10 @@ class DockerCluster:
                "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
         if cluster_id or self._cluster_id:
             env["CLUSTER_ID"] = cluster_id or self._cluster_id
+            extra = format_extra if format_extra is not None else \
+                format_args(self.spec, plan.role, env["CLUSTER_ID"])
+            if extra:
+                env["FORMAT_ARGS"] = extra
         target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
         heap = int(env["HEAP_MB"])
         return self._container(image or self.image, plan.alias, plan.role, plan.node_id, env,

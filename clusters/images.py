@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from datetime import UTC
 from pathlib import Path
 
 from clusters.docker_env import docker_client
@@ -30,6 +31,7 @@ from clusters.versions import (
     TOXIPROXY_VERSION,
     KafkaVersion,
     all_versions,
+    default_versions,
     resolve_version,
 )
 from harness.errors import HarnessError
@@ -77,7 +79,7 @@ def kafka_image_tag(version: str | KafkaVersion) -> str:
     files = [_file(n) for n in ("Dockerfile.kafka", "entrypoint.sh", "jmx.yaml",
                                 "log4j.properties", "log4j2.yaml", "kafka-pom.xml")]
     return f"harness-kafka:{kv.version}-" + _hash(base_image_tag(), kv.version, *kv.extra_jars,
-                                                  JMX_EXPORTER_VERSION, *files)
+                                                  *kv.release.modules, JMX_EXPORTER_VERSION, *files)
 
 
 def toxiproxy_image_tag() -> str:
@@ -196,9 +198,10 @@ def kafka_jars(kv: KafkaVersion) -> Path:
         raise HarnessError("Maven is not installed (fix: apt-get install -y maven)")
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
+    coords = [f"org.apache.kafka:{m}:{kv.version}" for m in kv.release.modules] + list(kv.extra_jars)
     extra = "\n".join(
         "    <dependency><groupId>{}</groupId><artifactId>{}</artifactId><version>{}</version>"
-        "</dependency>".format(*coord.split(":")) for coord in kv.extra_jars)
+        "</dependency>".format(*coord.split(":")) for coord in coords)
     pom = (_file("kafka-pom.xml").decode().replace("@VERSION@", kv.version)
            .replace("@JMX_EXPORTER@", JMX_EXPORTER_VERSION).replace("@EXTRA@", extra))
     (out / "pom.xml").write_text(pom)
@@ -214,6 +217,9 @@ def ensure_kafka_image(version: str | KafkaVersion, force: bool = False) -> str:
     tag = kafka_image_tag(kv)
     if not force and _image_exists(tag):
         return tag
+    started = time.monotonic()
+    progress(f"Kafka {kv.version} has no image yet: building {tag} (first use of this version: "
+             "its jars from Maven Central, then a docker build; cached afterwards)")
     base = ensure_base_image()
     libs = kafka_jars(kv)
     with tempfile.TemporaryDirectory(dir=cache_dir()) as ctx_dir:
@@ -230,8 +236,8 @@ def ensure_kafka_image(version: str | KafkaVersion, force: bool = False) -> str:
                   f'harness.content-hash="{h}"')
         (ctx / "Dockerfile").write_text(_render_dockerfile(
             "Dockerfile.kafka", base=base, version=kv.version, labels=labels))
-        progress(f"building {tag}")
         _docker_build(ctx, tag, "kafka", h)
+    progress(f"Kafka {kv.version} image ready in {time.monotonic() - started:.0f} s")
     return tag
 
 
@@ -276,7 +282,7 @@ def ensure_toxiproxy_image(force: bool = False) -> str:
 def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
                   force: bool = False) -> dict[str, str]:
     """Build what is missing (under a lock); return {what: tag}."""
-    wanted = [resolve_version(v) for v in versions] if versions else all_versions()  # refuse bad input first
+    wanted = [resolve_version(v) for v in versions] if versions else default_versions()  # refuse bad input first
     with _build_lock():
         tags = {"base": ensure_base_image(force=force)}
         for kv in wanted:
@@ -287,9 +293,68 @@ def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
 
 
 def build_all(force: bool = False, versions: list[str] | None = None) -> dict[str, str]:
+    """`harness images build`: the default versions, the ones named (`all`: every line)."""
     started = time.monotonic()
+    if versions and "all" in versions:
+        versions = [kv.version for kv in all_versions()]
     tags = ensure_images(versions, toxiproxy=True, force=force)
     for what, tag in tags.items():
         print(f"{what:>16}  {tag}")
     progress(f"all images ready in {time.monotonic() - started:.0f} s")
     return tags
+
+
+# ---- harness images list ----------------------------------------------------------------
+
+def list_images() -> list[dict]:
+    """Every image the harness built: what, Kafka version, tag, size, age, in use now."""
+    client = docker_client()
+    current = {base_image_tag(), toxiproxy_image_tag()}
+    rows = []
+    for image in client.images.list(filters={"label": IMAGE_LABEL}):
+        labels = image.labels or {}
+        version = labels.get("harness.kafka-version", "")
+        if version:
+            current.add(_current_kafka_tag(version))
+        for tag in image.tags or ["<untagged>"]:
+            rows.append({"kind": labels.get(IMAGE_LABEL, "?"), "kafka_version": version,
+                         "tag": tag, "size_mb": round(image.attrs.get("Size", 0) / 2**20),
+                         "age_s": _age_s(image.attrs.get("Created", "")), "current": tag in current})
+    from clusters.versions import version_key
+    return sorted(rows, key=lambda r: (r["kind"], version_key(r["kafka_version"] or "0"), r["tag"]))
+
+
+def _current_kafka_tag(version: str) -> str:
+    """The tag this checkout would build for a version ('' for one it no longer knows)."""
+    from harness.errors import SpecError
+    try:
+        return kafka_image_tag(version)
+    except SpecError:
+        return ""
+
+
+def _age_s(created: str) -> float | None:
+    from datetime import datetime
+    try:
+        when = datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00")
+    except ValueError:
+        return None
+    return (datetime.now(UTC) - when).total_seconds()
+
+
+def _age_text(seconds: float | None) -> str:
+    if seconds is None:
+        return "?"
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def images_table(rows: list[dict]) -> str:
+    lines = [f"{'kind':<10} {'version':<8} {'size':>8} {'age':>7}  tag"]
+    for r in rows:
+        stale = "" if r["current"] else "  (stale: inputs changed)"
+        lines.append(f"{r['kind']:<10} {r['kafka_version'] or '-':<8} {r['size_mb']:>5} MB "
+                     f"{_age_text(r['age_s']):>7}  {r['tag']}{stale}")
+    return "\n".join(lines)

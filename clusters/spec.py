@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clusters.versions import DEFAULT_VERSION, KafkaVersion, resolve_version
+from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, resolve_version
 from harness.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
@@ -67,6 +67,13 @@ class ClusterSpec:
     log_dir_size_mb: int = 512
     toxiproxy: str = TOXIPROXY_OFF
     labels: tuple[tuple[str, str], ...] = field(default=())
+    # Eligible leader replicas (KIP-966, 4.0+): None keeps the line's default for a new
+    # cluster (off in 4.0, on from 4.1); true/false formats the cluster with it on/off.
+    eligible_leader_replicas: bool | None = None
+    # A dynamic KRaft quorum (KIP-853, 3.9+): controllers found through
+    # controller.quorum.bootstrap.servers and added or removed at run time
+    # (faults controller-add, controller-remove) instead of a fixed voters list.
+    dynamic_quorum: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -104,6 +111,11 @@ class ClusterSpec:
                 for b, p in (kw["broker_config"] or {}).items()))
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
+        if not isinstance(kw.get("dynamic_quorum", False), bool):
+            raise SpecError("cluster.dynamic_quorum", f"{kw['dynamic_quorum']!r}", "write true or false")
+        if kw.get("eligible_leader_replicas") not in (None, True, False):
+            raise SpecError("cluster.eligible_leader_replicas", f"{kw['eligible_leader_replicas']!r}",
+                            "write true or false (or leave it out for the line's default)")
         for key in ("brokers", "controllers", "zookeepers", "heap_mb", "log_dir_size_mb"):
             if key in kw and not isinstance(kw[key], int):
                 raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
@@ -145,6 +157,15 @@ class ClusterSpec:
     def is_kraft(self) -> bool:
         return self.mode != ZOOKEEPER
 
+    @property
+    def elr_enabled(self) -> bool | None:
+        """Whether eligible leader replicas are on (None: the line has no ELR)."""
+        if not self.kafka.has(ELR):
+            return None
+        if self.eligible_leader_replicas is None:
+            return self.kafka.release.elr_default
+        return self.eligible_leader_replicas
+
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
 
@@ -170,7 +191,8 @@ class ClusterSpec:
             "name": self.name, "config": dict(self.config),
             "broker_config": {str(b): dict(p) for b, p in self.broker_config},
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
-            "toxiproxy": self.toxiproxy,
+            "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
+            "dynamic_quorum": self.dynamic_quorum,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -183,6 +205,14 @@ class ClusterSpec:
             raise SpecError("mode", f"ZooKeeper mode does not exist in Kafka {kafka.version} "
                             "(removed in 4.0)", f"use mode kraft-combined/kraft-isolated, "
                             f"or version {zk_versions}")
+        if self.eligible_leader_replicas is not None and not kafka.has(ELR):
+            raise SpecError("eligible_leader_replicas", f"Kafka {kafka.version} has no eligible "
+                            "leader replicas (KIP-966 arrived in 4.0)",
+                            "remove it, or use version 4.0 or later")
+        if self.dynamic_quorum and not (self.is_kraft and kafka.has(DYNAMIC_QUORUM)):
+            raise SpecError("dynamic_quorum", f"a dynamic KRaft quorum (KIP-853) needs KRaft on 3.9 "
+                            f"or later; this cluster is {self.mode} {kafka.version}",
+                            "remove it, or use a KRaft mode and version 3.9 or later")
         if not 1 <= self.brokers <= MAX_BROKERS:
             raise SpecError("brokers", f"{self.brokers} brokers is out of range",
                             f"use 1 to {MAX_BROKERS} brokers")

@@ -33,6 +33,7 @@ from faults.disk import DiskFull, UnwritableLogDir
 from faults.migration import ZkMigration
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
+from faults.quorum import ControllerAdd, ControllerRemove
 from faults.rolling import RollingRestart, RollingUpgrade
 from faults.selectors import (
     Selector,
@@ -44,7 +45,8 @@ from faults.zookeeper import ZkSessionExpiry
 from harness.errors import SpecError
 
 # What a fault can need from the cluster (checked against the scenario before a run).
-NEEDS = frozenset({"zookeeper", "kraft", "toxiproxy", "toxiproxy-replication", "replaceable"})
+NEEDS = frozenset({"zookeeper", "kraft", "toxiproxy", "toxiproxy-replication", "replaceable",
+                   "dynamic-quorum"})
 REQUIRED, OPTIONAL, NONE = "required", "optional", "none"
 
 
@@ -138,6 +140,8 @@ class RollingUpgradeParams(Params):
     to_version: str = Field(description="a version alias or exact version from clusters/versions.py")
     release_version: str | None = Field(None, description="metadata version to raise to at the end")
     isr_timeout_s: float = Field(180, gt=0)
+    rollback: bool = Field(False, description="roll the binaries back before the metadata "
+                           "version is raised (where Kafka documents it)")
 
     @field_validator("to_version", "release_version", mode="before")
     @classmethod
@@ -152,6 +156,14 @@ class ZkMigrationParams(Params):
     migration_timeout_s: float = Field(180, gt=0, description="wait for the metadata copy, "
                                        "and for the migration to be finalized")
     isr_timeout_s: float = Field(180, gt=0, description="wait for full ISR after each node")
+
+
+class QuorumChangeParams(Params):
+    timeout_s: float = Field(120, gt=0, description="wait for each quorum change")
+
+
+class ControllerRemoveParams(QuorumChangeParams):
+    which: Literal["follower", "leader"] = Field("follower", description="the voter removed")
 
 
 Check = Callable[[Any, BaseModel, str], None]
@@ -288,8 +300,14 @@ def _kinds() -> dict[str, FaultKind]:
         _kind("rolling-upgrade", "re-create every node on another Kafka version, one at a "
               "time, then raise the metadata version", RollingUpgradeParams, NONE,
               lambda s, p: RollingUpgrade(p.to_version, release_version=p.release_version,
-                                          isr_timeout_s=p.isr_timeout_s),
+                                          isr_timeout_s=p.isr_timeout_s, rollback=p.rollback),
               needs=("replaceable",), self_healing=True, check=_check_upgrade),
+        _kind("controller-add", "add a KRaft controller to a dynamic quorum (KIP-853) under "
+              "load; healed: removed again", QuorumChangeParams, NONE,
+              lambda s, p: ControllerAdd(p.timeout_s), needs=("dynamic-quorum",)),
+        _kind("controller-remove", "remove a voter from a dynamic KRaft quorum and shut it "
+              "down; healed: started and added back", ControllerRemoveParams, NONE,
+              lambda s, p: ControllerRemove(p.which, p.timeout_s), needs=("dynamic-quorum",)),
         _kind("zk-migration", "move a ZooKeeper-mode cluster to KRaft, Kafka's documented "
               "way: controllers in migration mode, brokers rolled twice, ZooKeeper retired",
               ZkMigrationParams, NONE, lambda s, p: ZkMigration(

@@ -1,18 +1,31 @@
 """Rolling operations: a restart or an upgrade, one node at a time, waiting
 for the cluster to be whole (every partition led, full ISR) before the next.
 
-`RollingUpgrade` re-creates each node's container on the next version's
-image keeping its data (the cluster must be `Replaceable`): for KRaft the
-controllers first, then the brokers, then the metadata version is raised
-with kafka-features.sh; the workload keeps running through it.
-An upgrade cannot be undone: its heal only makes sure every node runs.
+`RollingUpgrade` carries out the steps clusters/upgrade_paths.py plans from
+Kafka's upgrade notes for the pair: each node's container re-created on the
+next version's image keeping its data (the cluster must be `Replaceable`),
+KRaft controllers first, then brokers, then the metadata version raised with
+kafka-features.sh; in ZooKeeper mode the inter.broker.protocol.version steps;
+with `rollback`, the binaries rolled back before the metadata is touched. The
+workload keeps running through it. Its heal only makes sure every node runs.
 """
 from __future__ import annotations
 
+import re
 import shlex
 import time
 
 from clusters.api import BROKER_ROLES, COMBINED, CONTROLLER, ZOOKEEPER, Node, Replaceable
+from clusters.config import plan_nodes
+from clusters.upgrade_paths import (
+    FEATURES,
+    PIN_PROTOCOL,
+    REPLACE,
+    RESTART,
+    UpgradePlan,
+    features_args,
+    plan_upgrade,
+)
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
 from faults.process import (
     CLEAN,
@@ -24,6 +37,7 @@ from faults.process import (
     stop_node,
 )
 from faults.selectors import Selector, all_brokers
+from harness.errors import SpecError
 
 
 def settle(ctx: FaultContext, node: Node, timeout_s: float) -> float:
@@ -69,11 +83,17 @@ def upgrade_order(nodes: list[Node]) -> list[Node]:
     return controllers + brokers
 
 
-def features_upgrade_script(kafka_java: str, bootstrap: str, release_version: str) -> str:
+def features_upgrade_script(kafka_java: str, bootstrap: str, release_version: str,
+                            flag: str = "--release-version") -> str:
     """Raise the cluster's feature levels (metadata.version …) to a release's."""
     return (f"{kafka_java} org.apache.kafka.tools.FeatureCommand "
             f"--bootstrap-server {shlex.quote(bootstrap)} upgrade "
-            f"--release-version {shlex.quote(release_version)}")
+            f"{flag} {shlex.quote(release_version)}")
+
+
+def features_describe_script(kafka_java: str, bootstrap: str) -> str:
+    return (f"{kafka_java} org.apache.kafka.tools.FeatureCommand "
+            f"--bootstrap-server {shlex.quote(bootstrap)} describe")
 
 
 def _release_line(version: str) -> str:
@@ -86,38 +106,80 @@ def _release_line(version: str) -> str:
 
 
 class RollingUpgrade(BaseFault):
+    """The steps clusters/upgrade_paths.py plans for this cluster's mode and versions
+    (Kafka's upgrade notes for the pair), each timed in detail["steps"]."""
     name = "rolling-upgrade"
 
     def __init__(self, to_version: str, *, release_version: str | None = None,
-                 isr_timeout_s: float = 180):
+                 isr_timeout_s: float = 180, rollback: bool = False):
         super().__init__()
         self.to_version = to_version
         # The metadata version to raise to once every node runs the new
         # version: by default the new version's major.minor (e.g. "4.1").
         self.release_version = release_version or _release_line(to_version)
         self.isr_timeout_s = isr_timeout_s
+        self.rollback = rollback
+
+    def plan(self, cluster) -> UpgradePlan:
+        from clusters.versions import resolve_version
+        try:
+            return plan_upgrade(cluster.spec.kafka, resolve_version(self.to_version),
+                                cluster.spec.mode, [(n.name, n.role) for n in cluster.nodes()],
+                                rollback=self.rollback, release_version=self.release_version)
+        except SpecError as e:
+            raise FaultError(f"{e.problem} ({e.fix})") from None
 
     def _inject(self, ctx: FaultContext) -> None:
         cluster = ctx.cluster
         if not isinstance(cluster, Replaceable):
             raise FaultError(f"{type(cluster).__name__} cannot replace nodes; "
                              "a rolling upgrade needs a Replaceable cluster")
-        if cluster.nodes(ZOOKEEPER) and int(self.to_version.split(".")[0]) >= 4:
-            raise FaultError("a ZooKeeper-mode cluster cannot be upgraded to Kafka 4 "
-                             "(it has no ZooKeeper mode); migrate to KRaft first")
-        order = upgrade_order(cluster.nodes())
-        self.targets = order
-        self.detail = {"to_version": self.to_version, "release_version": self.release_version,
-                       "order": [n.name for n in order], "settle_s": {}}
+        plan = self.plan(cluster)
+        self.targets = [cluster.node(s.node) for s in plan.steps if s.action == REPLACE
+                        and s.value == plan.new.version]
+        self.detail = {"from_version": plan.old.version, "to_version": plan.new.version,
+                       "release_version": self.release_version, "path": plan.kind, "doc": plan.doc,
+                       "rollback": plan.rollback, "plan": plan.lines(),
+                       "order": [n.name for n in self.targets], "settle_s": {}, "steps": []}
         wait_full_isr(cluster, self.isr_timeout_s)
-        for old in order:
-            new = cluster.replace_node(old, self.to_version)
-            self.detail["settle_s"][new.name] = settle(ctx, new, self.isr_timeout_s)
-        broker = next(n for n in cluster.nodes(BROKER_ROLES) if n.is_running())
-        out = sh(broker, features_upgrade_script(ctx.kafka_java, ctx.internal_bootstrap,
-                                                 self.release_version))
-        self.detail["features_output"] = out.strip()[-300:]
+        for step in plan.steps:
+            started = time.monotonic()
+            self._run_step(ctx, plan, step)
+            self.detail["steps"].append({**step.to_dict(),
+                                         "seconds": round(time.monotonic() - started, 3)})
         self.targets = cluster.nodes()
+
+    def _run_step(self, ctx: FaultContext, plan: UpgradePlan, step) -> None:
+        cluster = ctx.cluster
+        if step.action == REPLACE:
+            new = cluster.replace_node(cluster.node(step.node), step.value)
+            key = new.name if step.value == plan.new.version else f"{new.name} (rollback)"
+            self.detail["settle_s"][key] = settle(ctx, new, self.isr_timeout_s)
+        elif step.action == RESTART:
+            node = cluster.node(step.node)
+            plan_of = next(p for p in plan_nodes(cluster.spec) if p.alias == node.name)
+            new = cluster.reconfigure_node(node, plan_of)
+            self.detail["settle_s"][f"{new.name} (protocol {step.value})"] = \
+                settle(ctx, new, self.isr_timeout_s)
+        elif step.action == PIN_PROTOCOL:
+            # taken up by every broker re-created from now on
+            cluster.adopt_spec(cluster.spec.with_config({"inter.broker.protocol.version": step.value}))
+        elif step.action == FEATURES:
+            broker = next(n for n in cluster.nodes(BROKER_ROLES) if n.is_running())
+            flag = features_args(step, plan.new)[1]
+            out = sh(broker, features_upgrade_script(ctx.kafka_java, ctx.internal_bootstrap,
+                                                     step.value, flag))
+            self.detail["features_output"] = out.strip()[-300:]
+            described = sh(broker, features_describe_script(ctx.kafka_java, ctx.internal_bootstrap),
+                           check=False)
+            self.detail["features_after"] = _finalized_levels(described)
 
     def _heal(self, ctx: FaultContext) -> None:
         note_heal_starts(self, ensure_running(ctx.cluster.nodes(), ctx))
+
+
+def _finalized_levels(describe_output: str) -> dict[str, str]:
+    """'Feature: metadata.version  SupportedMinVersion: … FinalizedVersionLevel: 4.1-IV1 …'
+    lines -> {feature: finalized level} (tabs or spaces between the fields)."""
+    found = re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", describe_output)
+    return {name: level for name, level in found}

@@ -35,6 +35,14 @@ def _images(args: argparse.Namespace) -> int:
     return 0
 
 
+def _images_list(args: argparse.Namespace) -> int:
+    from clusters.images import images_table, list_images
+    from clusters.versions import versions_source
+    print(images_table(list_images()))
+    print(f"(Kafka versions known from {versions_source()})")
+    return 0
+
+
 def _verify(args: argparse.Namespace) -> int:
     from harness.phases import interruption
     from verifiers.cli import verify_command
@@ -96,11 +104,15 @@ def _add_machine_commands(sub) -> None:
 
     i = sub.add_parser("images", help="manage the locally built images")
     isub = i.add_subparsers(dest="images_command", required=True)
-    ib = isub.add_parser("build", help="build every image (cached by content hash)")
+    ib = isub.add_parser("build", help="build the images (cached by content hash); other "
+                         "Kafka versions are built on first use")
     ib.add_argument("--force", action="store_true", help="rebuild even if cached")
     ib.add_argument("--version", action="append",
-                    help="only this Kafka version (repeatable)")
+                    help="a Kafka version or line, e.g. 4.1.2 or 3.8 (repeatable; 'all': every "
+                    "line); default: the versions the built-in scenarios use")
     ib.set_defaults(func=_images)
+    il = isub.add_parser("list", help="the images built: Kafka version, size, age")
+    il.set_defaults(func=_images_list)
 
 
 def _add_run_commands(sub) -> None:

@@ -76,6 +76,9 @@ class JavaConsumerSpec(_Model):
 class Workload(_Model):
     duration_s: float = 60.0
     warmup_timeout_s: float = 60.0          # until every partition has its first ack
+    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
+    # None: the brokers' version, as the cluster started.
+    clients_version: str | None = None
     producers: tuple[ProducerSpec, ...] = ()
     consumers: tuple[ConsumerGroupSpec, ...] = ()
     java_producers: tuple[JavaProducerSpec, ...] = ()

@@ -41,6 +41,7 @@ def build(b: Builder) -> Scenario:
     cluster = _cluster(b)
     topics = _topics(b, cluster)
     workload = _workload(b, topics, seed)
+    _check_group_protocol(b, cluster, list(workload.consumers))
     faults = _faults(b, cluster, topics, workload)
     drain = _drain(b, topics, workload)
     expect = _expect(b)
@@ -142,6 +143,7 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     duration = b.at(("workload",), lambda: Workload(**{
         k: v for k, v in b.get(("workload",), {}).items()
         if k in ("duration_s", "warmup_timeout_s")}))
+    clients_version = _clients_version(b)
     producers = [_producer(b, i, raw, topics, duration.duration_s, seed)
                  for i, raw in enumerate(_items(b, ("workload", "producers")))]
     consumers = [_consumer(b, i, raw, topics)
@@ -167,8 +169,31 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
         _check_topic(b, ("workload", kind, i if i < len(java_p) else i - len(java_p), "topic"),
                      j.topic, topics)
     return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
+                    clients_version=clients_version,
                     producers=tuple(producers), consumers=tuple(consumers),
                     java_producers=tuple(java_p), java_consumers=tuple(java_c))
+
+
+def _clients_version(b: Builder) -> str | None:
+    """workload.clients_version, resolved to an exact version (exit 2 when unknown)."""
+    from clusters.versions import resolve_version
+    raw = b.get(("workload", "clients_version"), None, (str, int, float))
+    if raw is None:
+        return None
+    try:
+        return resolve_version(str(raw)).version
+    except SpecError as e:
+        b.fail(("workload", "clients_version"), e.problem, e.fix)
+
+
+def _check_group_protocol(b: Builder, cluster: ClusterSpec, consumers: list[ConsumerGroupSpec]) -> None:
+    from clusters.versions import CONSUMER_PROTOCOL
+    for i, c in enumerate(consumers):
+        if c.group_protocol == "consumer" and not cluster.kafka.has(CONSUMER_PROTOCOL):
+            b.fail(("workload", "consumers", i, "group_protocol"),
+                   f"the consumer group protocol (KIP-848) is GA from Kafka 4.0; the cluster "
+                   f"runs {cluster.kafka.version}", "use group_protocol: classic, or "
+                   "cluster.version 4.0 or later")
 
 
 def _no_restart_name_clash(b: Builder, producers: list[ProducerSpec]) -> None:
@@ -198,6 +223,9 @@ def cluster_has(cluster: ClusterSpec, need: str) -> str | None:
         return "needs toxiproxy wiring; set cluster.toxiproxy: client (or client+replication)"
     if need == "toxiproxy-replication" and cluster.toxiproxy != TOXIPROXY_ALL:
         return "acts on the replication listener; set cluster.toxiproxy: client+replication"
+    if need == "dynamic-quorum" and not (cluster.dynamic_quorum and cluster.mode == "kraft-isolated"):
+        return ("needs a dynamic KRaft quorum of isolated controllers; set cluster.mode: "
+                "kraft-isolated and cluster.dynamic_quorum: true (Kafka 3.9+)")
     return None
 
 
@@ -235,17 +263,26 @@ def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: f
                  f"{entry.fault!r}")
     if entry.target is not None:
         _check_refs(b, (*path, "target"), selector_refs(entry.target), topics)
-    if entry.fault == "rolling-upgrade" and cluster.mode == ZOOKEEPER:
-        to = str(entry.params.get("to_version", ""))
-        if to.split(".")[0].isdigit() and int(to.split(".")[0]) >= 4:
-            b.fail((*path, "params", "to_version"), f"Kafka {to} has no ZooKeeper mode",
-                   "migrate the cluster to KRaft first, or upgrade within 3.x")
+    if entry.fault == "rolling-upgrade":
+        _check_upgrade_pair(b, path, entry.params, cluster)
     if not 0 <= entry.at < duration_s:
         b.fail((*path, "at"), f"{entry.at} s is outside the workload's {duration_s:g} s",
                f"use 0 <= at < {duration_s:g}, or raise workload.duration_s")
     if entry.hold is not None and entry.hold < 0:
         b.fail((*path, "hold"), "is negative", "use 0 or more seconds")
     return entry
+
+
+def _check_upgrade_pair(b: Builder, path: tuple, params: dict, cluster: ClusterSpec) -> None:
+    """A pair Kafka's upgrade notes do not support is refused here, before anything starts."""
+    from clusters.upgrade_paths import UpgradeRefused, check_pair
+    from clusters.versions import resolve_version
+    try:
+        check_pair(cluster.kafka, resolve_version(str(params.get("to_version", ""))),
+                   cluster.mode, bool(params.get("rollback")))
+    except UpgradeRefused as e:
+        key = "rollback" if e.field == "--rollback" else "to_version"
+        b.fail((*path, "params", key), e.problem, e.fix)
 
 
 def _nemesis(b: Builder, cluster, topics, duration_s: float) -> Nemesis | None:

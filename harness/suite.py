@@ -40,10 +40,11 @@ class Variant:
     mode: str | None
     version: str | None
     repeat: int
+    sets: tuple[str, ...] = ()   # the suite entry's own `set:` overrides
 
     @property
     def overrides(self) -> tuple[str, ...]:
-        sets = []
+        sets = list(self.sets)
         if self.mode is not None:
             sets.append(f"cluster.mode={self.mode}")
         if self.version is not None:
@@ -58,6 +59,12 @@ class SuiteSpec:
     scenarios: list[str]
     modes: list[str] = field(default_factory=list)
     versions: list[str] = field(default_factory=list)
+    # per scenario entry, its `set:` overrides (an entry `{scenario: NAME, set: [K=V, …]}`
+    # runs NAME with them, e.g. one claim with ELR on and off)
+    sets: list[tuple[str, ...]] = field(default_factory=list)
+
+    def entries(self) -> list[tuple[str, tuple[str, ...]]]:
+        return list(zip(self.scenarios, self.sets or [()] * len(self.scenarios), strict=True))
 
 
 def parse_budget(text: str | None) -> float | None:
@@ -83,22 +90,36 @@ def load_suite(name_or_dir: str) -> SuiteSpec:
     doc = yaml.safe_load(file.read_text()) or {}
     if not isinstance(doc.get("scenarios"), list) or not doc["scenarios"]:
         raise SpecError(f"{file} scenarios", "is missing or empty", "list scenario names or files")
-    base = file.parent
-    scenarios = [s if not str(s).endswith(".yaml") else str((base / s).resolve()) for s in doc["scenarios"]]
+    entries = [_entry(e, file) for e in doc["scenarios"]]
     for other in doc.get("include") or []:        # another suite's scenarios, after these
         if str(other) == file.stem:
             raise SpecError(f"{file} include", f"{other!r} includes itself", "remove it")
-        scenarios += [s for s in load_suite(str(other)).scenarios if s not in scenarios]
-    return SuiteSpec(str(doc.get("name", file.stem)), str(doc.get("description", "")), scenarios,
-                     [str(m) for m in doc.get("modes") or []], [str(v) for v in doc.get("versions") or []])
+        entries += [e for e in load_suite(str(other)).entries() if e not in entries]
+    return SuiteSpec(str(doc.get("name", file.stem)), str(doc.get("description", "")),
+                     [name for name, _ in entries],
+                     [str(m) for m in doc.get("modes") or []], [str(v) for v in doc.get("versions") or []],
+                     [sets for _, sets in entries])
+
+
+def _entry(raw: Any, file: Path) -> tuple[str, tuple[str, ...]]:
+    """A scenario entry: a name or file, or {scenario: NAME, set: [K=V, …]}."""
+    sets: tuple[str, ...] = ()
+    if isinstance(raw, dict):
+        if set(raw) - {"scenario", "set"} or "scenario" not in raw:
+            raise SpecError(f"{file} scenarios", f"entry {raw!r}", "write a name, or "
+                            "{scenario: NAME, set: [key=value, ...]}")
+        sets = tuple(str(x) for x in raw.get("set") or ())
+        raw = raw["scenario"]
+    name = str(raw)
+    return (name if not name.endswith(".yaml") else str((file.parent / name).resolve())), sets
 
 
 def expand(suite: SuiteSpec, modes: list[str], versions: list[str], repeat: int,
            ) -> tuple[list[tuple[Variant, Scenario]], list[dict[str, Any]]]:
     """The variants to run, each validated; and the ones that do not apply, with why."""
     runs, skipped = [], []
-    for name in suite.scenarios:
-        base = load_scenario(name)          # a broken scenario stops the suite before it starts
+    for name, sets in suite.entries():
+        base = load_scenario(name, sets)    # a broken scenario stops the suite before it starts
         for asked in modes or [None]:
             mode = _concrete_mode(base, asked)
             for version in versions or [None]:
@@ -107,7 +128,7 @@ def expand(suite: SuiteSpec, modes: list[str], versions: list[str], repeat: int,
                                     "why": "the scenario does not apply here (applies_to)"})
                     continue
                 for r in range(repeat):
-                    v = Variant(name, mode, version, r)
+                    v = Variant(name, mode, version, r, sets)
                     try:
                         s = load_scenario(name, v.overrides, base.seed + r)
                     except SpecError as e:
@@ -133,7 +154,23 @@ def _concrete_mode(s: Scenario, mode: str | None) -> str | None:
 def _applies(s: Scenario, mode: str | None, version: str | None) -> bool:
     a = s.applies_to
     return (mode is None or not a.modes or mode in a.modes) and \
-        (version is None or not a.versions or version in a.versions)
+        (version is None or not a.versions or any(version_matches(version, w) for w in a.versions))
+
+
+def version_matches(version: str, wanted: str) -> bool:
+    """applies_to.versions: a major ('4': any 4.x), a line ('3.9': any 3.9.x), an exact
+    version, or '>=4.1'."""
+    from clusters.versions import resolve_version
+    try:
+        have = resolve_version(version)
+        if wanted.startswith(">="):
+            return have.key >= resolve_version(wanted[2:].strip()).key[:2]
+        want = resolve_version(wanted)
+    except SpecError:
+        return False
+    if "." not in wanted:
+        return have.major == want.major
+    return have.version == want.version if wanted.count(".") == 2 else have.line == want.line
 
 
 def estimate_s(s: Scenario) -> float:
@@ -256,4 +293,9 @@ def _configuration(s: Scenario) -> str:
             parts.append("transactional")
     if s.unclean_elections(s.topics[0]):
         parts.append("unclean elections")
+    if s.cluster.elr_enabled is not None:
+        parts.append(f"ELR {'on' if s.cluster.elr_enabled else 'off'}")
+    protocols = {c.group_protocol for c in s.workload.consumers} - {"classic"}
+    if protocols:
+        parts.append("group.protocol=" + ",".join(sorted(protocols)))
     return ", ".join(parts)

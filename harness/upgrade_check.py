@@ -1,16 +1,18 @@
-"""`harness upgrade-check --from 3.9 --to 4`: your cluster, upgraded under load, judged.
+"""`harness upgrade-check --from A --to B [--rollback]`: your cluster, upgraded under load, judged.
 
 The scenario is yours (a file or a built-in name, with `--set` overrides: your
 topology, topic and client configs) or, without one, the built-in
 `claim-rolling-upgrade`. Its cluster starts on `--from`; its faults are replaced by
-one rolling upgrade to `--to`: controllers first, then brokers, one node at a time
-waiting for a full ISR, then the metadata version raised (faults/rolling.py). The
+one rolling upgrade to `--to`, by the steps Kafka's upgrade notes give for the pair
+(clusters/upgrade_paths.py: controllers first, then brokers, one node at a time
+waiting for a full ISR, then the metadata version raised; ZooKeeper mode: the
+inter.broker.protocol.version steps), printed before anything starts. The
 workload runs through all of it and the run is judged like any other: nothing
 lost, unavailability bounded (the scenario's expectations), each node's settle
 time in faults.json and the report.
 
-ZooKeeper clusters cannot go to 4.x (it has no ZooKeeper mode): they are sent to
-`harness run zk-migration` first.
+A pair Kafka does not support is refused (exit 2) with the reason: a downgrade,
+ZooKeeper to 4.x (sent to `harness run zk-migration` first), a rollback across 3.x/4.x.
 """
 from __future__ import annotations
 
@@ -34,30 +36,45 @@ LOAD_AFTER_S = 30
 
 
 def upgrade_scenario(path_or_name: str | None, from_alias: str, to_alias: str,
-                     overrides: tuple[str, ...] = (), seed: int | None = None) -> Scenario:
-    """The scenario with its cluster on `from_alias` and one rolling upgrade to `to_alias`."""
+                     overrides: tuple[str, ...] = (), seed: int | None = None,
+                     rollback: bool = False) -> Scenario:
+    """The scenario with its cluster on `from_alias` and one rolling upgrade to `to_alias`
+    (and back, with `rollback`), the pair checked against Kafka's upgrade notes."""
+    from clusters.upgrade_paths import UpgradeRefused, check_pair
     from clusters.versions import resolve_version
     from harness.scenario import load_scenario
     old, new = _version("--from", from_alias, resolve_version), _version("--to", to_alias, resolve_version)
-    if _as_tuple(new.version) <= _as_tuple(old.version):
-        raise SpecError("--to", f"{new.version} is not newer than --from {old.version}",
-                        "give a newer version to upgrade to, e.g. --from 3.9 --to 4")
     # its own faults go: they could not apply to the mode being checked
     base = load_scenario(path_or_name or DEFAULT_SCENARIO, (*overrides, "faults={timeline: []}"), seed)
-    if base.cluster.mode == "zookeeper" and new.major >= 4:
-        raise SpecError(_where(path_or_name, overrides, ("cluster", "mode")),
-                        f"a ZooKeeper cluster cannot be upgraded to {new.version}: "
-                        "Kafka 4 has no ZooKeeper mode",
-                        "migrate to KRaft first (harness run zk-migration), or check a KRaft "
-                        "copy of your scenario with --set cluster.mode=kraft-combined")
+    try:
+        check_pair(old, new, base.cluster.mode, rollback)
+    except UpgradeRefused as e:
+        field = _where(path_or_name, overrides, ("cluster", "mode")) \
+            if base.cluster.mode == "zookeeper" and new.major >= 4 else e.field
+        raise SpecError(field, e.problem, e.fix) from None
     nodes = base.cluster.brokers + (base.cluster.controllers if base.cluster.mode == "kraft-isolated" else 0)
-    load_s = max(base.workload.duration_s or 0, UPGRADE_AT_S + LOAD_PER_NODE_S * nodes + LOAD_AFTER_S)
+    passes = 2 if rollback or base.cluster.mode == "zookeeper" else 1   # back, or the protocol bump
+    load_s = max(base.workload.duration_s or 0,
+                 UPGRADE_AT_S + LOAD_PER_NODE_S * nodes * passes + LOAD_AFTER_S)
     upgrade = (f"faults={{timeline: [{{at: {UPGRADE_AT_S}, fault: rolling-upgrade, "
-               f"params: {{to_version: '{new.version}'}}}}]}}")
+               f"params: {{to_version: '{new.version}', rollback: {str(rollback).lower()}}}}}]}}")
+    what = f"{old.version} -> {new.version}" + (" and back" if rollback else "")
     return load_scenario(path_or_name or DEFAULT_SCENARIO, (
         *overrides, f"cluster.version='{old.version}'", upgrade, f"workload.duration_s={load_s}",
-        f"description='upgrade check {old.version} -> {new.version}: {_quoted(base.description)}'"),
+        f"description='upgrade check {what}: {_quoted(base.description)}'"),
         seed)
+
+
+def upgrade_plan_of(scenario: Scenario):
+    """The steps the run will take, from the scenario's cluster (printed before it starts)."""
+    from clusters.config import plan_nodes
+    from clusters.upgrade_paths import plan_upgrade
+    from clusters.versions import resolve_version
+    [upgrade] = scenario.faults.timeline
+    spec = scenario.cluster
+    return plan_upgrade(spec.kafka, resolve_version(upgrade.params["to_version"]), spec.mode,
+                        [(p.alias, p.role) for p in plan_nodes(spec)],
+                        rollback=bool(upgrade.params.get("rollback")))
 
 
 def _where(path_or_name: str | None, overrides: tuple[str, ...], path: tuple) -> str:
@@ -78,9 +95,6 @@ def _version(flag: str, alias: str, resolve):
         raise SpecError(flag, e.problem, e.fix) from None
 
 
-def _as_tuple(version: str) -> tuple[int, ...]:
-    return tuple(int(p) for p in version.split(".") if p.isdigit())
-
 
 def _quoted(text: str) -> str:
     return (text or "").replace("'", "''")
@@ -89,25 +103,29 @@ def _quoted(text: str) -> str:
 def upgrade_check_command(args: argparse.Namespace) -> int:
     from harness.run_cli import run_loaded
     scenario = upgrade_scenario(args.scenario, args.from_version, args.to_version,
-                                tuple(args.overrides), args.seed)
+                                tuple(args.overrides), args.seed, rollback=args.rollback)
+    print("\n".join(upgrade_plan_of(scenario).lines()), flush=True)
     return run_loaded(scenario, args, epilogue=lambda result: print(upgrade_lines(result.run_dir)))
 
 
 def upgrade_lines(run_dir: Path) -> str:
-    """The upgrade's own account, from faults.json: each node's time to settle (a full
-    ISR again), the metadata version raised, the whole upgrade's seconds."""
+    """The upgrade's own account, from faults.json: each step's seconds (a node's is until
+    a full ISR again), the metadata version raised, the whole upgrade's seconds."""
     import json
     try:
         [upgrade] = json.loads((Path(run_dir) / "faults.json").read_text())
     except (OSError, ValueError):
         return "upgrade: not started (no faults.json)"
     d = upgrade.get("detail") or {}
-    settle = ", ".join(f"{n} {s:.1f} s" for n, s in (d.get("settle_s") or {}).items())
-    lines = [f"upgrade to {d.get('to_version', '?')}: nodes in order, seconds to a full ISR: "
-             f"{settle or 'none upgraded'}"]
-    raised = [ln for ln in (d.get("features_output") or "").splitlines() if "metadata.version" in ln]
-    lines.append(f"  metadata version {d.get('release_version', '?')}: "
-                 f"{raised[0] if raised else 'not raised'}")
+    lines = [f"upgrade {d.get('from_version', '?')} -> {d.get('to_version', '?')}"
+             f"{' and back' if d.get('rollback') else ''}: {d.get('path', '')}; steps, in seconds:"]
+    lines += [f"  {s['seconds']:7.1f} s  {s['text']}" for s in d.get("steps") or []]
+    planned = len(d.get("plan") or []) - 1
+    if planned > len(d.get("steps") or []):
+        lines.append(f"  ({planned - len(d.get('steps') or [])} planned steps not done)")
+    levels = d.get("features_after") or {}
+    if levels:
+        lines.append("  features now: " + ", ".join(f"{k} {v}" for k, v in sorted(levels.items())))
     took = (upgrade["inject_done_s"] - upgrade["injected_s"]) if upgrade.get("inject_done_s") else None
     lines.append(f"  the whole upgrade: {f'{took:.1f} s' if took is not None else 'did not finish'}"
                  + (f"; error: {upgrade['error']}" if upgrade.get("error") else ""))
@@ -123,6 +141,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
                    help=f"your topology and configs: a scenario file or built-in (default {DEFAULT_SCENARIO})")
     u.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a field, e.g. --set cluster.brokers=5 --set topic.configs.min.insync.replicas=2")
+    u.add_argument("--rollback", action="store_true",
+                   help="upgrade the binaries, then roll them back before the metadata version is "
+                   "raised (where Kafka documents it); judged like the upgrade")
     u.add_argument("--seed", type=int, default=None)
     u.add_argument("--runs-dir", type=Path, default=Path("runs"))
     u.add_argument("--no-verify", action="store_true")

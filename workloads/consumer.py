@@ -49,6 +49,10 @@ def consumer_config(spec: ConsumerGroupSpec, member: str, bootstrap: str) -> dic
     }
     if spec.static_membership:
         conf["group.instance.id"] = f"{spec.group_id}-{member}"
+    if spec.group_protocol == "consumer":
+        # KIP-848: the broker assigns and times the session; librdkafka refuses both settings
+        conf["group.protocol"] = "consumer"
+        del conf["partition.assignment.strategy"], conf["session.timeout.ms"]
     conf.update(spec.client_config)
     return conf
 

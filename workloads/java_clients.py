@@ -258,8 +258,14 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
 
 
 def java_run_of(run: "RunContext") -> JavaRun:
-    """Our Kafka image on the run's cluster network."""
-    return JavaRun(image=run.cluster.image, network=run.cluster.network_name, run_id=run.run_id)
+    """Our Kafka image on the run's cluster network: the brokers' version as the cluster
+    started, or the scenario's `workload.clients_version` (its image built on first use)."""
+    version = run.scenario.workload.clients_version if run.scenario is not None else None
+    image = run.cluster.image
+    if version:
+        from clusters.images import ensure_images
+        image = ensure_images([version])[f"kafka-{version}"]
+    return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id)
 
 
 def run_java_producer(run: "RunContext", *, topic: str, max_messages: int,

@@ -22,6 +22,7 @@ _FIXES: dict[str, str] = {
     "assignment": "use 'eager' (range), 'range', 'roundrobin' or 'cooperative-sticky'",
     "commit": "use 'auto' (enable.auto.commit) or 'after-processing' (commit what was recorded)",
     "isolation": "use 'read_committed' or 'read_uncommitted'",
+    "group_protocol": "use 'classic' (client-side assignment) or 'consumer' (KIP-848, Kafka 4.0+)",
     "name": "use a letter followed by letters, digits, '_' or '.' (no '-': it separates name and seq in record_id)",
 }
 
@@ -218,6 +219,9 @@ class ConsumerGroupSpec(_Spec):
     members: int = 1
     name_prefix: str = "c"
     assignment: Literal["eager", "range", "roundrobin", "cooperative-sticky"] = "eager"
+    # KIP-848 (GA in Kafka 4.0): `consumer` lets the broker assign partitions and keep the
+    # session, so `assignment` and `session_timeout_ms` do not apply.
+    group_protocol: Literal["classic", "consumer"] = "classic"
     commit: Literal["auto", "after-processing"] = "after-processing"
     auto_commit_interval_ms: int = 1000
     commit_interval_ms: int = 1000            # after-processing: commit at most this often

@@ -25,9 +25,13 @@ case "${ROLE:?ROLE must be set}" in
     if [ -n "${CLUSTER_ID:-}" ] && [ ! -f /var/lib/kafka/data/meta.properties ]; then
       # KRaft: format the log dir once; a restarted node keeps its data.
       # A short-lived JVM: C1 only and SerialGC spend far less CPU starting up.
+      # FORMAT_ARGS: more format options (--feature NAME=LEVEL, a dynamic quorum's
+      # --initial-controllers / --no-initial-controllers), word-split on purpose.
+      # shellcheck disable=SC2086
       java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC "${log_opts[@]}" \
         -cp "$cp_libs" kafka.tools.StorageTool format \
-        --cluster-id="$CLUSTER_ID" --config /opt/kafka/config/server.properties --ignore-formatted
+        --cluster-id="$CLUSTER_ID" --config /opt/kafka/config/server.properties --ignore-formatted \
+        ${FORMAT_ARGS:-}
     fi
     exec java "${java_opts[@]}" "${log_opts[@]}" \
       -javaagent:/opt/jmx/jmx_prometheus_javaagent.jar=7071:/opt/jmx/jmx.yaml \

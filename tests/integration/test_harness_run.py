@@ -77,6 +77,26 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert again.returncode == 0 and page.stat().st_size > 10_000, again.stderr
 
 
+@pytest.mark.parametrize("line", ["4.1", "3.8"])
+def test_quick_passes_on_other_release_lines(tmp_path, line):
+    """`harness run quick` on a 4.x line other than 4.3 and a 3.x line other than 3.9:
+    the line resolves to its newest patch, its image is built on first use, the run passes."""
+    from clusters.versions import resolve_version
+    exact = resolve_version(line).version          # 4.1.2, 3.8.1 when written
+    runs = tmp_path / "runs"
+    proc = subprocess.run([*HARNESS, "run", "quick", "--set", f"cluster.version={line}",
+                           "--runs-dir", str(runs), "--plain"],
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_dir = _only_run(runs)
+    assert yaml.safe_load((run_dir / "scenario.yaml").read_text())["cluster"]["version"] == exact
+    brokers = [p for p in (run_dir / "logs").glob("kafka-*.log")]
+    assert brokers and all(f"Kafka version: {exact} " in p.read_text(errors="replace") for p in brokers)
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["anomalies"]["lost"] == 0 and summary["counts"]["acked"] > 10_000
+    assert not _leftovers(run_dir.name)
+
+
 def _sigint_default() -> None:
     # A shell that started pytest in the background (nohup, `&`) leaves SIGINT ignored,
     # and an ignored signal stays ignored across exec: Python would then install no

@@ -41,6 +41,8 @@ VALID = {
     "rolling-restart": (None, {"signal": "hard"}, "rolling-restart-hard"),
     "rolling-upgrade": (None, {"to_version": 4}, "rolling-upgrade"),
     "zk-migration": (None, {"controllers": 3}, "zk-migration"),
+    "controller-add": (None, {"timeout_s": 60}, "controller-add"),
+    "controller-remove": (None, {"which": "leader"}, "controller-remove"),
 }
 
 

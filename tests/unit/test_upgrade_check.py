@@ -30,8 +30,8 @@ def test_the_users_topology_and_configs_are_kept_and_its_faults_replaced():
 
 @pytest.mark.parametrize("args, where, said", [
     (("--from", "2.8", "--to", "4"), "--from", "unknown Kafka version '2.8'"),
-    (("--from", "3.9", "--to", "3.9"), "--to", "is not newer"),
-    (("--from", "4", "--to", "3.9"), "--to", "is not newer"),
+    (("--from", "3.9", "--to", "3.9"), "--to", "is the same version"),
+    (("--from", "4", "--to", "3.9"), "--to", "is a downgrade"),
     (("--from", "3.9", "--to", "4", "--scenario", "zookeeper-nemesis"),
      "harness/scenarios/zookeeper-nemesis.yaml:5 cluster.mode", "harness run zk-migration"),
     (("--from", "3.9", "--to", "4", "--set", "cluster.mode=zookeeper"),
