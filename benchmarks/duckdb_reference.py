@@ -12,7 +12,7 @@ import json
 import sys
 import time
 
-from harness.history import SCHEMAS, part_files
+from core.history import SCHEMAS, part_files
 
 QUERIES = {
     "sent": "SELECT count(*) FROM produced",

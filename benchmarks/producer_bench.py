@@ -28,8 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from clusters.docker_cluster import DockerCluster  # noqa: E402
 from clusters.spec import ClusterSpec  # noqa: E402
-from harness.context import RunContext  # noqa: E402
-from harness.history import read_table  # noqa: E402
+from core.context import RunContext  # noqa: E402
+from core.history import read_table  # noqa: E402
 from workloads.java_clients import run_java_producer  # noqa: E402
 from workloads.producer import ProducerProcess  # noqa: E402
 from workloads.spec import ProducerSpec  # noqa: E402

@@ -1,7 +1,7 @@
 """Synthetic run histories with injected anomalies of every kind.
 
 `generate(run_dir, SyntheticSpec(...))` writes a history in the contract's
-format (the same schemas as harness.history, part files of `chunk_rows` rows)
+format (the same schemas as core.history, part files of `chunk_rows` rows)
 and returns the exact anomaly counts the spec's rules give for it, so tests
 and benchmarks can compare a reconciler against ground truth. Everything is
 numpy/pyarrow-vectorised: 10 M records take well under a minute.
@@ -50,7 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
-from harness.history import SCHEMAS
+from core.history import SCHEMAS
 
 INJECTABLE = ("lost", "overwritten", "duplicate", "reordered", "unexpected",
               "unexpected_failed", "divergent", "aborted_read", "skipped", "redelivered",

@@ -37,8 +37,8 @@ def _tree_cpu(root: int) -> float:
 def worker(run_dirs: list[str], repeat: int, master: str | None, warm: list[str],
            conf: dict[str, str]) -> list[dict]:
     """In this process: one session, a warm-up verify, then the timed ones."""
+    from harness.run_judge import verify_stored_run as verify_run
     from spark_reports.session import spark_session
-    from spark_reports.verify import verify_run
 
     spark, _ = spark_session(master, extra_conf=conf)
     out = []

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from confluent_kafka import KafkaError, KafkaException
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)

@@ -61,7 +61,7 @@ from clusters.node import DockerNode  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
 from clusters.versions import resolve_version  # noqa: E402
-from harness.errors import HarnessError, SpecError  # noqa: E402
+from core.errors import HarnessError, SpecError  # noqa: E402
 
 log = logging.getLogger(__name__)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import functools
 
-from harness.errors import DockerUnavailable
+from core.errors import DockerUnavailable
 
 
 @functools.lru_cache(maxsize=1)

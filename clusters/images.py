@@ -34,7 +34,7 @@ from clusters.versions import (
     default_versions,
     resolve_version,
 )
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 FILES = Path(__file__).parent / "image_files"
 DEBIAN_SUITE = "bookworm"
@@ -326,7 +326,7 @@ def list_images() -> list[dict]:
 
 def _current_kafka_tag(version: str) -> str:
     """The tag this checkout would build for a version ('' for one it no longer knows)."""
-    from harness.errors import SpecError
+    from core.errors import SpecError
     try:
         return kafka_image_tag(version)
     except SpecError:

@@ -32,7 +32,7 @@ from clusters.config import (
     zookeeper_connect,
 )
 from clusters.spec import KRAFT_ISOLATED, ZOOKEEPER, ClusterSpec
-from harness.errors import SpecError
+from core.errors import SpecError
 
 MIGRATION_FLAG = "zookeeper.metadata.migration.enable"
 # What the active controller logs when ZooKeeper's metadata is in the KRaft log

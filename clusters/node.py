@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 import docker.errors
 
 from clusters.api import ExecResult
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 if TYPE_CHECKING:
     from testcontainers.core.container import DockerContainer

@@ -17,7 +17,7 @@ import threading
 import time
 
 from clusters.api import ElectedView
-from harness.history import EventLog
+from core.history import EventLog
 
 log = logging.getLogger(__name__)
 

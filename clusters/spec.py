@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, resolve_version
-from harness.errors import SpecError
+from core.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
 KRAFT_ISOLATED = "kraft-isolated"
@@ -152,6 +152,10 @@ class ClusterSpec:
     @property
     def kafka(self) -> KafkaVersion:
         return resolve_version(self.version)
+
+    @property
+    def uses_toxiproxy(self) -> bool:
+        return self.toxiproxy != TOXIPROXY_OFF
 
     @property
     def is_kraft(self) -> bool:

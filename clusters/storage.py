@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 
 from clusters.labels import owner_labels
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 MOUNT_ROOT = Path(os.environ.get("HARNESS_MOUNT_ROOT", "/var/lib/kafka-harness/mounts"))
 

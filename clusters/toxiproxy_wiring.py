@@ -18,7 +18,7 @@ from clusters.config import (
     TOXIPROXY_API_PORT,
 )
 from clusters.spec import KRAFT_COMBINED, TOXIPROXY_ALL, ClusterSpec
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 
 def client_proxy_name(broker_id: int) -> str:

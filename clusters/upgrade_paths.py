@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from clusters.api import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
 from clusters.versions import RELEASE_VERSION, KafkaVersion, version_key
-from harness.errors import SpecError
+from core.errors import SpecError
 
 REPLACE = "replace"            # re-create the node on a version's image, keeping its data
 PIN_PROTOCOL = "pin-protocol"  # set inter.broker.protocol.version in every broker's config

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from harness.errors import SpecError
+from core.errors import SpecError
 
 # What a line can do beyond the basics (KRaft, the metadata version raised by
 # kafka-features.sh). Scenario options and faults check these, not version numbers.

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
-from harness.history import EventLog, now_us
+from core.history import EventLog, now_us
 
 log = logging.getLogger(__name__)
 

@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from core.errors import SpecError
 from faults import network, toxics
 from faults.base import BaseFault, FaultContext
 from faults.controller import ControllerFailover
@@ -42,7 +43,6 @@ from faults.selectors import (
     parse_selector,
 )
 from faults.zookeeper import ZkSessionExpiry
-from harness.errors import SpecError
 
 # What a fault can need from the cluster (checked against the scenario before a run).
 NEEDS = frozenset({"zookeeper", "kraft", "toxiproxy", "toxiproxy-replication", "replaceable",

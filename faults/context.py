@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import random
 
+from core.history import EventLog
 from faults.base import FaultContext
 from faults.toxiproxy_adapter import ToxiproxyAdapter
-from harness.history import EventLog
 
 TOXIPROXY_API_PORT = 8474
 

@@ -30,11 +30,11 @@ from typing import Any
 
 from clusters.api import BROKER, CONTROLLER, ZOOKEEPER, Migratable, Node
 from clusters.migration import MIGRATION_DONE_LOG, MigrationPlan
+from core.errors import SpecError
+from core.history import now_us
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
 from faults.process import ensure_running, note_heal_starts
 from faults.rolling import settle
-from harness.errors import SpecError
-from harness.history import now_us
 
 PROVISION, ENTER, MIGRATE = "provision-controllers", "brokers-enter-migration", "metadata-migration"
 TO_KRAFT, FINALIZE = "brokers-to-kraft", "controllers-finalize"

@@ -14,9 +14,9 @@ import time
 from dataclasses import dataclass
 
 from clusters.api import BROKER_ROLES, DOWN_STATES, BrokerReadiness, Cluster, Node
+from core.history import now_us
 from faults.base import BaseFault, FaultContext, FaultError, container_status
 from faults.selectors import Selector
-from harness.history import now_us
 
 HARD = "SIGKILL"
 CLEAN = "SIGTERM"

@@ -26,6 +26,7 @@ from clusters.upgrade_paths import (
     features_args,
     plan_upgrade,
 )
+from core.errors import SpecError
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
 from faults.process import (
     CLEAN,
@@ -37,7 +38,6 @@ from faults.process import (
     stop_node,
 )
 from faults.selectors import Selector, all_brokers
-from harness.errors import SpecError
 
 
 def settle(ctx: FaultContext, node: Node, timeout_s: float) -> float:

@@ -14,8 +14,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from core.errors import SpecError
 from faults.base import Fault, FaultContext
-from harness.errors import SpecError
 
 log = logging.getLogger(__name__)
 

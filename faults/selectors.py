@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, DOWN_STATES, TOXIPROXY, ZOOKEEPER, Node
+from core.errors import SpecError
 from faults.base import FaultContext, container_status
-from harness.errors import SpecError
 
 Selector = Callable[[FaultContext], list[Node]]
 

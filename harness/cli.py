@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -45,7 +45,7 @@ def _images_list(args: argparse.Namespace) -> int:
 
 def _verify(args: argparse.Namespace) -> int:
     from harness.phases import interruption
-    from verifiers.cli import verify_command
+    from harness.run_judge import verify_command
     why = interruption(args.run_dir)
     if why is not None:
         # No complete drain: nothing can be said about loss, so no Spark job is started.

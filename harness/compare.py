@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from harness.scenario import Scenario, load_scenario
 
 RECOVERY_FACTOR = 2.0          # the issue's "recovery more than 2x apart"
@@ -110,27 +110,24 @@ def run_compare(planned: list[Planned], compare_dir: Path, progress: str,
                 spark_master: str | None) -> list[dict]:
     """Run every planned run in order, one Spark session for all their verifications.
     A Ctrl-C or SIGTERM stops the compare: the runs made so far are returned."""
-    from harness.runner import RunOptions, run_scenario
-    from spark_reports.session import spark_session
-    spark, owned = spark_session(spark_master)
-    rows = []
-    try:
-        for i, p in enumerate(planned):
-            label = f"[{i + 1}/{len(planned)}] {p.label} #{p.repeat} (seed {p.scenario.seed})"
-            print(f"{label}: running", flush=True)
-            result = run_scenario(p.scenario, RunOptions(runs_dir=compare_dir, progress=progress,
-                                                         spark=spark, spark_master=spark_master))
-            rows.append(run_row(p, result.run_dir, result.status, result.exit_code, result.reason,
-                                result.summary))
-            print(f"{label}: {result.status} (exit {result.exit_code})", flush=True)
-            if result.interrupted:
-                rows[-1]["interrupted"] = True
-                break
-    except KeyboardInterrupt:          # between two runs; inside one, the runner handles it
-        pass
-    finally:
-        if owned:
-            spark.stop()
+    from harness.runner import run_all
+    rows: list[dict] = []
+
+    def label(i: int, p: Planned) -> str:
+        return f"[{i + 1}/{len(planned)}] {p.label} #{p.repeat} (seed {p.scenario.seed})"
+
+    def scenario_of(i: int, p: Planned) -> Scenario:
+        print(f"{label(i, p)}: running", flush=True)
+        return p.scenario
+
+    def on_result(i: int, p: Planned, result) -> None:
+        rows.append(run_row(p, result.run_dir, result.status, result.exit_code, result.reason,
+                            result.summary))
+        print(f"{label(i, p)}: {result.status} (exit {result.exit_code})", flush=True)
+        if result.interrupted:
+            rows[-1]["interrupted"] = True
+
+    run_all(planned, scenario_of, compare_dir, progress, spark_master, on_result)
     return rows
 
 

@@ -37,7 +37,7 @@ def check_tool(name: str, cmd: list[str], fix: str) -> Check:
 
 def check_docker() -> Check:
     from clusters.docker_env import docker_client
-    from harness.errors import DockerUnavailable
+    from core.errors import DockerUnavailable
     try:
         v = docker_client().version()
         return Check("docker engine", True, f"engine {v.get('Version')} (API {v.get('ApiVersion')})")

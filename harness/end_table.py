@@ -8,9 +8,13 @@ live display, the tables lost their rows on a terminal when the panel closed.
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
+
+if TYPE_CHECKING:
+    from harness.run import Run
 
 
 def _seconds(v) -> str:
@@ -67,24 +71,24 @@ def _head(summary: dict, verdict, run_id: str) -> Table:
     return head
 
 
-def print_end_table(state, console: Console | None = None) -> None:
-    state.close_progress()
+def print_end_table(run: "Run", console: Console | None = None) -> None:
+    run.close_progress()
     # off a terminal (CI logs) rich assumes 80 columns: too narrow for the fault table
     console = console or (Console() if sys.stdout.isatty() else Console(width=160))
-    v = state.verify_result
-    console.print(_head(v.summary, v.verdict, state.ctx.run_id))
+    v = run.verified
+    console.print(_head(v.summary, v.verdict, run.ctx.run_id))
     rows = recovery_rows(v.summary)
     if rows:
         rec = Table(*RECOVERY_COLUMNS)
         for row in rows:
             rec.add_row(*row)
         console.print(rec)
-    _print_plan(state, console)
+    _print_plan(run, console)
     console.print(f"report: {v.report_dir}/index.html")
 
 
-def _print_plan(state, console: Console) -> None:
-    plan = state.timeline.plan if state.timeline is not None else []
+def _print_plan(run: "Run", console: Console) -> None:
+    plan = run.faults.plan() if run.faults is not None else []
     if not plan:
         return
     t = Table("planned fault", "at", "injected", "slip", "healed", "error")

@@ -1,6 +1,6 @@
 """Reading a live run's history as it grows: only the part files not read before.
 
-Writers flush complete part files (tmp + rename, harness/history.py), so a
+Writers flush complete part files (tmp + rename, core/history.py), so a
 file that is listed is whole. The warm-up and the live progress read the
 history itself rather than asking the workload processes: store first.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.history import part_files
+from core.history import part_files
 
 
 class HistoryTail:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from harness.history import EventLog, now_us
+from core.history import EventLog, now_us
 
 OK, FAILED, INTERRUPTED, SKIPPED = "ok", "failed", "interrupted", "skipped"
 PHASES_FILE = "phases.json"

@@ -1,8 +1,8 @@
 """Live progress of a run: a `rich` panel on a terminal, plain lines in CI.
 
 Numbers come from the history as it is written (harness.history_tail), the
-phase from the phase log, the active faults from the fault context, the
-leader from the metadata observer: the display only reads.
+phase from the phase log, the active faults from the run's faults, the leader
+from the metadata observer (harness.run.Run holds them): the display only reads.
 """
 from __future__ import annotations
 
@@ -10,8 +10,12 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from harness.history_tail import HistoryTail
+
+if TYPE_CHECKING:
+    from harness.run import Run
 
 PLAIN_INTERVAL_S = 10.0
 STATUSES = ("acked", "failed", "indeterminate")
@@ -57,16 +61,16 @@ def watched_partition(scenario) -> tuple[str, int]:
 
 
 class Progress:
-    def __init__(self, state, plain: bool):
-        self.state, self.plain = state, plain
+    def __init__(self, run: "Run", plain: bool):
+        self.run, self.plain = run, plain
         self.rates = Rates()
-        self._produced = HistoryTail(state.ctx.run_dir, "produced", ["status"])
-        self._consumed = HistoryTail(state.ctx.run_dir, "consumed", ["phase"])
+        self._produced = HistoryTail(run.ctx.run_dir, "produced", ["status"])
+        self._consumed = HistoryTail(run.ctx.run_dir, "consumed", ["phase"])
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._live = None
         self._started = time.monotonic()
-        self._watched = watched_partition(state.scenario)
+        self._watched = watched_partition(run.scenario)
 
     def start(self) -> None:
         if not self.plain:
@@ -99,7 +103,7 @@ class Progress:
                 self.rates.add(self._produced.poll(), self._consumed.poll())
             except Exception:  # noqa: BLE001 - a display must never end a run
                 continue
-            phase = self.state.phases.current
+            phase = self.run.phases.current
             if self._live is not None:
                 self._live.update(self._render())
             elif phase != last_phase or time.monotonic() - last_plain >= PLAIN_INTERVAL_S:
@@ -108,19 +112,19 @@ class Progress:
 
     # -- what is shown ----------------------------------------------------------
     def facts(self) -> dict[str, str]:
-        st, r = self.state, self.rates
+        run, r = self.run, self.rates
         elapsed = time.monotonic() - self._started
-        load = st.load_started
+        load = run.load.started_at if run.load is not None else None
         remaining = ""
         if load is not None:
-            left = st.scenario.workload.duration_s - (time.monotonic() - load)
+            left = run.scenario.workload.duration_s - (time.monotonic() - load)
             remaining = f", load {max(0.0, left):.0f} s left"
         ps = r.per_s
-        active = st.timeline.active() if st.timeline is not None else []
+        active = run.faults.active() if run.faults is not None else []
         topic, partition = self._watched
-        leader = st.observer.leader(topic, partition) if st.observer is not None else None
+        leader = run.observer.leader(topic, partition) if run.observer is not None else None
         return {
-            "phase": f"{st.phases.current or '-'} ({elapsed:.0f} s{remaining})",
+            "phase": f"{run.phases.current or '-'} ({elapsed:.0f} s{remaining})",
             "sent": f"{r.totals['sent']} ({ps.get('sent', 0):.0f}/s)",
             "acked": f"{r.totals['acked']} ({ps.get('acked', 0):.0f}/s)",
             "failed": f"{r.totals['failed']} ({ps.get('failed', 0):.0f}/s)",
@@ -139,15 +143,15 @@ class Progress:
         table = Table.grid(padding=(0, 2))
         for key, value in self.facts().items():
             table.add_row(key, value)
-        return Panel(table, title=f"harness run {self.state.ctx.run_id} "
-                                  f"({self.state.scenario.name})")
+        return Panel(table, title=f"harness run {self.run.ctx.run_id} "
+                                  f"({self.run.scenario.name})")
 
 
-def make_progress(state, mode: str) -> Progress | None:
+def make_progress(run: "Run", mode: str) -> Progress | None:
     if mode == "none":
         return None
     plain = mode == "plain" or not sys.stdout.isatty()
-    return Progress(state, plain)
+    return Progress(run, plain)
 
 
 def _where(fault) -> str:

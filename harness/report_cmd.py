@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow.dataset as ds
 import yaml
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 SAMPLE_ROWS = 20
 

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
          "td,th{border:1px solid #ccc;padding:3px 6px;font-size:85%}.failed{background:#fce8e6}"

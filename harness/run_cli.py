@@ -11,7 +11,7 @@ import os
 import sys
 from pathlib import Path
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 
 
 def preflight() -> None:

@@ -1,193 +1,234 @@
-"""The runner: a Scenario in, a stored run and its verdict out.
+"""The runner: a Scenario in, a stored run and its verdict out; and the loop that runs
+many (suites, compare) in one Spark session.
 
-Phases, in order (each recorded in RUN_DIR/phases.json and as a `phase` event):
+The phases, in order, and where each resource is made and removed. A resource is
+pushed on the run's finalizers (core.context.Finalizers) as it is made; a normal run
+removes it in the phase named beside it, an interrupted or failed one in the
+teardown, newest first:
 
-  validate         Docker engine reachable, run dir, scenario.yaml and manifest.json written
-  images           the Kafka (and toxiproxy) images built if missing (cached by hash)
-  cluster-up       DockerCluster started and healthy; its stop and log collection pushed
-                   on the teardown stack
-  observer         the metadata observer writing `observe` events (leader, isr, controller)
-  topics           the scenario's topics, tolerant of a fresh cluster's transient errors
-  workloads-start  consumer groups, then producers, then Kafka's Java clients
-  warm-up          until every partition written to has its first ack
-  faults           the timeline and the nemesis, each fault on its own timer
-  heal-all         every fault healed and every node swept; what is left is reported
-  recovery-wait    until every partition has a leader and a full ISR (bounded)
-  workloads-stop   producers finish their duration, consumers catch up and stop
-  drain            every partition read from the start (workloads.drain)
-  logs             each container's output into RUN_DIR/logs
-  cluster-stop     containers, network and mounts removed
-  verify           the history reconciled (spark_reports.verify_run): anomalies, metrics,
-                   the verdict against the expectations, report/ written
-  verdict          RUN_DIR/result.json and the exit code: 0 held, 1 violated, 2 could not judge
-  report           the end-of-run table in the terminal
+  phase            module            makes                          removed by
+  validate         run_dir           scenario.yaml, manifest.json   -
+  images           run_cluster       the images (cached)            -
+  cluster-up       run_cluster       the DockerCluster              cluster-stop, logs
+  observer         run_cluster       the metadata observer          logs (observer-stop)
+  topics           run_cluster       the topics                     (with the cluster)
+  workloads-start  run_workloads     groups, producers, Java        workloads-stop
+                   run_faults        the fault context              heal-all
+  warm-up          run_workloads     -
+  faults           run_faults        the fault timeline             heal-all
+  heal-all         run_faults        -
+  recovery-wait    run_faults        -
+  workloads-stop   run_workloads     -
+  drain            run_workloads     the drain's rows               -
+  logs             run_cluster       logs/<node>.log                -
+  cluster-stop     run_cluster       -
+  verify           run_judge         report/ (Spark: its own or the suite's session)
+  verdict          run_judge         -
+  report           run_judge         the end-of-run table
 
-Teardown is one stack (harness.context.Teardown) built as the phases go: a
-Ctrl-C, a SIGTERM or an error in any phase runs what is left of it, newest
-first (heal-all, workloads stopped, observer, logs, cluster), every finalizer
-even when one fails, with Ctrl-C ignored meanwhile. The drain is skipped then,
-and `harness verify RUN_DIR` says "unknown: interrupted in phase X".
-A `kill -9` leaves containers labelled with a dead owner: `harness gc`.
+Signals, all here: SIGTERM and SIGHUP end a run as Ctrl-C does (KeyboardInterrupt,
+so every `with` unwinds); during the teardown both are ignored, so a second Ctrl-C
+cannot leave a fault in place. A Ctrl-C in the live phases runs the teardown and the
+drain is skipped (`harness verify RUN_DIR` then says "unknown: interrupted in phase
+X"); in the judging phases it also ends Spark's driver JVM. A `kill -9` leaves
+containers labelled with a dead owner: `harness gc`. Outside a run (a DockerCluster
+in a user's own code, the pytest plugin), clusters/cleanup.py is the safety net: it
+turns SIGTERM into KeyboardInterrupt and stops live clusters at exit; a worker
+process's own signal handling is workloads/process.py's.
 """
 from __future__ import annotations
 
 import logging
 import signal
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-from clusters.labels import new_run_id
-from harness.context import RunContext, Teardown
-from harness.errors import HarnessError
-from harness.history import EventLog
-from harness.phases import INTERRUPTED, PhaseLog, write_json
-from harness.run_steps import STEPS_LIVE, RunState
-from harness.run_steps_late import STEPS_LATE
-from harness.scenario import Scenario
+from core.context import RunContext, RunOptions
+from core.errors import HarnessError
+from core.history import EventLog
+from harness import run_cluster, run_dir, run_faults, run_judge, run_workloads
+from harness.phases import INTERRUPTED, PhaseLog
+from harness.run import Run, RunResult
+
+if TYPE_CHECKING:
+    from harness.scenario import Scenario
 
 log = logging.getLogger(__name__)
-STEPS = {**STEPS_LIVE, **STEPS_LATE}
+Step = Callable[[Run, dict], None]
 
-LIVE_PHASES = ("validate", "images", "cluster-up", "observer", "topics", "workloads-start",
-               "warm-up", "faults", "heal-all", "recovery-wait", "workloads-stop", "drain",
-               "logs", "cluster-stop")
-JUDGE_PHASES = ("verify", "verdict", "report")
+LIVE: tuple[tuple[str, tuple[Step, ...]], ...] = (
+    ("validate", (run_dir.validate,)),
+    ("images", (run_cluster.images,)),
+    ("cluster-up", (run_cluster.cluster_up,)),
+    ("observer", (run_cluster.observe,)),
+    ("topics", (run_cluster.topics,)),
+    # faults armed after the workloads: their heal-all runs before the workloads stop
+    ("workloads-start", (run_workloads.start, run_faults.arm)),
+    ("warm-up", (run_workloads.warm_up,)),
+    ("faults", (run_faults.play,)),
+    ("heal-all", (run_faults.heal,)),
+    ("recovery-wait", (run_faults.recovery_wait,)),
+    ("workloads-stop", (run_workloads.stop,)),
+    ("drain", (run_workloads.drain,)),
+    ("logs", (run_cluster.logs,)),
+    ("cluster-stop", (run_cluster.cluster_stop,)),
+)
+JUDGE: tuple[tuple[str, tuple[Step, ...]], ...] = (
+    ("verify", (run_judge.verify,)),
+    ("verdict", (run_judge.verdict,)),
+    ("report", (run_judge.report,)),
+)
+LIVE_PHASES = tuple(name for name, _ in LIVE)
+JUDGE_PHASES = tuple(name for name, _ in JUDGE)
+
+__all__ = ["RunOptions", "RunResult", "run_scenario", "run_all", "LIVE_PHASES", "JUDGE_PHASES"]
 
 
-@dataclass
-class RunOptions:
-    runs_dir: Path = Path("runs")
-    verify: bool = True
-    spark_master: str | None = None
-    progress: str = "auto"             # auto (rich on a TTY, plain lines otherwise), plain, none
-    run_id: str | None = None
-    spark: Any = None                  # a SparkSession to verify in (a suite shares one)
-
-
-@dataclass
-class RunResult:
-    run_id: str
-    run_dir: Path
-    exit_code: int
-    status: str                         # passed, failed, unknown
-    reason: str | None = None
-    summary: dict[str, Any] | None = None
-    phases: list[dict[str, Any]] = field(default_factory=list)
-    interrupted: bool = False           # Ctrl-C or SIGTERM: a suite or compare stops too
-
-
-def run_scenario(scenario: Scenario, options: RunOptions | None = None) -> RunResult:
-    """Run every phase; return the result. Raises nothing but KeyboardInterrupt-free
-    HarnessErrors from before the run dir exists (bad input: exit 2, nothing started)."""
+def run_scenario(scenario: "Scenario", options: RunOptions | None = None) -> RunResult:
+    """Run every phase; return the result. Raises nothing but HarnessErrors from before
+    the run dir exists (bad input: exit 2, nothing started)."""
+    from clusters.labels import new_run_id
+    from harness.progress import make_progress
     options = options or RunOptions()
     run_id = options.run_id or new_run_id()
-    run_dir = Path(options.runs_dir) / run_id
-    run_dir.mkdir(parents=True, exist_ok=False)
-    events = EventLog(run_dir, run_id, writer_name="runner-events")
-    ctx = RunContext(run_id, run_dir, events, scenario=scenario, seed=scenario.seed)
-    state = RunState(ctx=ctx, teardown=Teardown(), phases=PhaseLog(run_dir, events),
-                     options=options)
+    path = Path(options.runs_dir) / run_id
+    path.mkdir(parents=True, exist_ok=False)
+    events = EventLog(path, run_id, writer_name="runner-events")
+    ctx = RunContext(run_id, path, events, options=options, seed=scenario.seed)
+    run = Run(ctx, scenario, PhaseLog(path, events))
     try:
-        _live(state)
-        if state.stopped_in is None:
-            _judge(state)
+        with _signals_interrupt():
+            run.progress = make_progress(run, options.progress)
+            if run.progress is not None:
+                run.progress.start()
+            _live(run)
+            if run.stopped_in is None:
+                _judge(run)
     finally:
-        state.close_progress()
+        run.close_progress()
         events.close()
-    return state.result()
+    result = run.result()
+    run_dir.write_result(run, result)
+    return result
 
 
-def _live(state: RunState) -> None:
+def _live(run: Run) -> None:
     """The live phases; any interruption or error ends them and runs the teardown."""
     try:
-        state.start_progress()
-        for name in LIVE_PHASES:
-            with state.phases.phase(name) as detail:
-                STEPS[name](state, detail)
+        for name, steps in LIVE:
+            with run.phases.phase(name) as detail:
+                for step in steps:
+                    step(run, detail)
     except KeyboardInterrupt:
-        state.stopped_in, state.stop_reason = _last(state), INTERRUPTED
+        run.stopped_in, run.stop_reason = _last(run), INTERRUPTED
     except Exception as e:  # noqa: BLE001 - reported as "could not run" (exit 2)
-        state.stopped_in, state.stop_reason = _last(state), f"{type(e).__name__}: {e}"
-        log.debug("phase %s failed", state.stopped_in, exc_info=True)
+        run.stopped_in, run.stop_reason = _last(run), f"{type(e).__name__}: {e}"
+        log.debug("phase %s failed", run.stopped_in, exc_info=True)
     finally:
-        if state.teardown.pending():
-            _teardown(state)
+        if run.ctx.finalizers.pending():
+            _teardown(run)
 
 
-def _last(state: RunState) -> str:
-    return state.phases.records[-1]["name"] if state.phases.records else "start"
+def _last(run: Run) -> str:
+    return run.phases.records[-1]["name"] if run.phases.records else "start"
 
 
-def _teardown(state: RunState) -> None:
+def _teardown(run: Run) -> None:
     """Whatever started, stopped: newest first, each finalizer recorded as its phase."""
-    state.say(f"cleaning up ({', '.join(state.teardown.pending())}); "
-              "Ctrl-C is ignored until this ends (after kill -9: harness gc)")
-    saved = _ignore_signals()
-    try:
-        for name in state.teardown.pending():
+    finalizers = run.ctx.finalizers
+    run.say(f"cleaning up ({', '.join(finalizers.pending())}); "
+            "Ctrl-C is ignored until this ends (after kill -9: harness gc)")
+    with _signals_ignored():
+        for name in finalizers.pending():
             try:
-                with state.phases.phase(name):
-                    state.teardown.run(name)
+                with run.phases.phase(name):
+                    finalizers.run(name)
             except Exception as e:  # noqa: BLE001 - the next finalizer still runs
-                state.teardown.errors[name] = f"{type(e).__name__}: {e}"
-        drained = any(r["name"] == "drain" for r in state.phases.records)
-        if state.stopped_in is not None and not drained:
-            state.phases.skipped("drain", f"the run stopped in phase {state.stopped_in}")
-    finally:
-        _restore_signals(saved)
+                finalizers.errors[name] = f"{type(e).__name__}: {e}"
+        drained = any(r["name"] == "drain" for r in run.phases.records)
+        if run.stopped_in is not None and not drained:
+            run.phases.skipped("drain", f"the run stopped in phase {run.stopped_in}")
 
 
-def _ignore_signals() -> dict:
-    saved = {}
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        try:
-            saved[sig] = signal.signal(sig, signal.SIG_IGN)
-        except ValueError:        # not the main thread: nothing to ignore
-            pass
-    return saved
-
-
-def _restore_signals(saved: dict) -> None:
-    for sig, handler in saved.items():
-        signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
-
-
-def _judge(state: RunState) -> None:
-    for name in JUDGE_PHASES:
-        if not state.options.verify:
-            state.phases.skipped(name, "--no-verify")
+def _judge(run: Run) -> None:
+    for name, steps in JUDGE:
+        if not run.ctx.options.verify:
+            run.phases.skipped(name, "--no-verify")
             continue
         try:
-            with state.phases.phase(name) as detail:
-                STEPS[name](state, detail)
+            with run.phases.phase(name) as detail:
+                for step in steps:
+                    step(run, detail)
         except KeyboardInterrupt:
-            state.stopped_in, state.stop_reason = name, INTERRUPTED
-            _stop_spark()
+            run.stopped_in, run.stop_reason = name, INTERRUPTED
+            run_judge.stop_spark()
             return
         except HarnessError as e:
-            state.stopped_in, state.stop_reason = name, str(e)
+            run.stopped_in, run.stop_reason = name, str(e)
             return
         except Exception as e:  # noqa: BLE001 - a crash of the checker: could not judge
-            state.stopped_in, state.stop_reason = name, f"{type(e).__name__}: {e}"
+            run.stopped_in, run.stop_reason = name, f"{type(e).__name__}: {e}"
             return
 
 
-def _stop_spark() -> None:
-    """Ctrl-C does not reach Spark's driver JVM (PySpark starts it ignoring SIGINT), and
-    a JVM whose start-up was interrupted is not even known to PySpark yet: end every
-    JVM this process started, so none outlives the run."""
-    import os
+# -- the signal policy -----------------------------------------------------------------
 
-    from harness.orphans import child_jvms
-    for pid in child_jvms(os.getpid()):
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def _signals_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP end the run as Ctrl-C does (Python's default for SIGTERM is
+    to die without running any finalizer)."""
+    with _handlers({signal.SIGTERM: _raise_interrupt, signal.SIGHUP: _raise_interrupt}):
+        yield
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    with _handlers({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
+        yield
+
+
+@contextmanager
+def _handlers(wanted: dict) -> Iterator[None]:
+    saved = {}
+    for sig, handler in wanted.items():
         try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
+            saved[sig] = signal.signal(sig, handler)
+        except ValueError:        # not the main thread: the caller's policy stands
             pass
+    try:
+        yield
+    finally:
+        for sig, handler in saved.items():
+            signal.signal(sig, handler if handler is not None else signal.SIG_DFL)
 
 
-def write_result(state: RunState, result: RunResult) -> None:
-    write_json(state.ctx.run_dir / "result.json",
-               {"run_id": result.run_id, "status": result.status, "exit_code": result.exit_code,
-                "reason": result.reason})
+# -- many runs, one Spark session (suites, compare) ------------------------------------
+
+def run_all(items: Iterable, scenario_of: Callable, runs_dir: Path, progress: str,
+            spark_master: str | None, on_result: Callable) -> bool:
+    """Run each item's scenario (scenario_of(i, item); None: skip it) in order, verified
+    in one Spark session; on_result(i, item, result) after each. A Ctrl-C or SIGTERM, in
+    a run or between two, stops them all: returns True when interrupted."""
+    from spark_reports.session import session_scope
+    with _signals_interrupt(), ExitStack() as stack:
+        try:
+            with run_judge.stderr_to(Path(runs_dir) / "spark.log"):
+                spark = stack.enter_context(session_scope(spark_master))
+            for i, item in enumerate(items):
+                scenario = scenario_of(i, item)
+                if scenario is None:
+                    continue
+                result = run_scenario(scenario, RunOptions(runs_dir=runs_dir, progress=progress,
+                                                           spark=spark, spark_master=spark_master))
+                on_result(i, item, result)
+                if result.interrupted:
+                    return True
+        except KeyboardInterrupt:          # between two runs; inside one, the runner handles it
+            return True
+    return False

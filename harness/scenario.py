@@ -33,8 +33,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, InstanceOf, ValidationError
 
 from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
+from core.errors import SpecError
 from faults.schedule import ScheduleSpec
-from harness.errors import SpecError
 from harness.yamlsource import CONFIG_MAPS, Source, apply_set, load_yaml
 from verifiers.expectations import ExpectationSet
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
@@ -136,6 +136,22 @@ class Scenario(_Model):
     def facts(self) -> dict[str, bool | None]:
         from verifiers.facts import facts_of
         return facts_of(self)
+
+    @property
+    def image_versions(self) -> tuple[str, ...]:
+        """Every Kafka version the run's nodes run: the cluster's, and each rolling
+        upgrade's target."""
+        upgrades = [str(e.params["to_version"]) for e in self.faults.timeline
+                    if e.fault == "rolling-upgrade" and "to_version" in e.params]
+        return tuple(dict.fromkeys([self.cluster.version, *upgrades]))
+
+    @property
+    def written_partitions(self) -> tuple[tuple[str, int], ...]:
+        """Every partition of a topic some producer writes to (the warm-up waits for each)."""
+        w = self.workload
+        written = {p.topic for p in w.producers} | {j.topic for j in w.java_producers}
+        return tuple((t.name, i) for t in self.topics if t.name in written
+                     for i in range(t.partitions))
 
     def min_isr(self, topic: TopicSpec) -> int:
         value = topic.configs.get("min.insync.replicas") or dict(self.cluster.config).get(
@@ -302,6 +318,33 @@ def _display(path: Path) -> str:
         return str(path.relative_to(Path.cwd()))
     except ValueError:
         return str(path)
+
+
+def load_stored(path: Path) -> tuple[Scenario | None, str | None]:
+    """A stored run's scenario.yaml (resolved: every default filled in) as the model, or
+    None and why not (absent, not YAML, or not a valid scenario)."""
+    try:
+        data, source = load_yaml(path.read_text(), "scenario.yaml")
+    except OSError:
+        return None, "unknown: no scenario.yaml"
+    except SpecError as e:
+        return None, f"unknown: scenario.yaml is not a valid scenario ({e})"
+    return _stored_model(data, source)
+
+
+def _stored_model(doc: Any, source: Source) -> tuple[Scenario | None, str | None]:
+    if not isinstance(doc, dict):
+        return None, "unknown: no scenario.yaml"
+    try:
+        return parse_scenario(doc, source), None
+    except SpecError as e:
+        return None, f"unknown: scenario.yaml is not a valid scenario ({e})"
+
+
+def derive_facts(doc: Any) -> tuple[dict[str, bool | None], dict[str, str]]:
+    """Facts of a stored scenario.yaml document and, per fact, where each came from."""
+    from verifiers.facts import model_facts
+    return model_facts(*_stored_model(doc, Source("scenario.yaml")))
 
 
 def builtin_names() -> list[str]:

@@ -10,8 +10,8 @@ import re
 from typing import Any
 
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
+from core.errors import SpecError
 from faults.schedule import ScheduleSpec
-from harness.errors import SpecError
 from harness.scenario import (
     AppliesTo,
     Builder,

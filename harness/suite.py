@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from harness.scenario import Scenario, load_scenario
 
 SUITES_DIR = Path(__file__).with_name("suites")
@@ -179,35 +179,30 @@ def estimate_s(s: Scenario) -> float:
 
 def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir: Path,
               budget_s: float | None, progress: str, spark_master: str | None) -> list[dict]:
-    from harness.context import stderr_to
-    from harness.runner import RunOptions, run_scenario
-    from spark_reports.session import spark_session
-    with stderr_to(suite_dir / "spark.log"):
-        spark, owned = spark_session(spark_master)
+    from harness.runner import run_all
     rows: list[dict] = []
     started = time.monotonic()
-    try:
-        for i, (variant, scenario) in enumerate(runs):
-            label = f"[{i + 1}/{len(runs)}] {scenario.name} {variant.mode or scenario.cluster.mode} " \
-                    f"{variant.version or scenario.cluster.version} #{variant.repeat}"
-            elapsed = time.monotonic() - started
-            if budget_s is not None and elapsed + estimate_s(scenario) > budget_s:
-                rows.append(_row(variant, scenario, None, skipped=f"budget: {elapsed:.0f} s used, "
-                                 f"~{estimate_s(scenario):.0f} s needed of {budget_s:.0f} s"))
-                print(f"{label}: skipped (budget)", flush=True)
-                continue
-            print(f"{label}: running", flush=True)
-            result = run_scenario(scenario, RunOptions(runs_dir=suite_dir, progress=progress,
-                                                       spark=spark, spark_master=spark_master))
-            rows.append(_row(variant, scenario, result))
-            print(f"{label}: {result.status} (exit {result.exit_code})", flush=True)
-            if result.interrupted:
-                break
-    except KeyboardInterrupt:          # between two runs; inside one, the runner handles it
-        pass
-    finally:
-        if owned:
-            spark.stop()
+
+    def label(i: int, variant: Variant, scenario: Scenario) -> str:
+        return f"[{i + 1}/{len(runs)}] {scenario.name} {variant.mode or scenario.cluster.mode} " \
+               f"{variant.version or scenario.cluster.version} #{variant.repeat}"
+
+    def scenario_of(i: int, item: tuple[Variant, Scenario]) -> Scenario | None:
+        variant, scenario = item
+        elapsed = time.monotonic() - started
+        if budget_s is not None and elapsed + estimate_s(scenario) > budget_s:
+            rows.append(_row(variant, scenario, None, skipped=f"budget: {elapsed:.0f} s used, "
+                             f"~{estimate_s(scenario):.0f} s needed of {budget_s:.0f} s"))
+            print(f"{label(i, *item)}: skipped (budget)", flush=True)
+            return None
+        print(f"{label(i, *item)}: running", flush=True)
+        return scenario
+
+    def on_result(i: int, item: tuple[Variant, Scenario], result) -> None:
+        rows.append(_row(*item, result))
+        print(f"{label(i, *item)}: {result.status} (exit {result.exit_code})", flush=True)
+
+    run_all(runs, scenario_of, suite_dir, progress, spark_master, on_result)
     return rows + [{**_row(v, s, None, skipped=NOT_STARTED), "interrupted": True}
                    for v, s in runs[len(rows):]]
 

@@ -20,7 +20,7 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from harness.errors import SpecError
+from core.errors import SpecError
 
 if TYPE_CHECKING:        # the parser is built on every command: the model loads lazily
     from harness.scenario import Scenario

@@ -26,7 +26,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import SpecError
+from core.errors import SpecError
 
 Path = tuple[Any, ...]
 

@@ -133,7 +133,7 @@ def _training_history(run_dir: str) -> None:
     change, so that the training run loads the classes a real verify loads."""
     import json
 
-    from harness.history import HistoryWriter, record_id
+    from core.history import HistoryWriter, record_id
 
     t0 = 1_700_000_000_000_000
     w = {t: HistoryWriter(run_dir, t, "training", flush_rows=1 << 30, flush_seconds=1e9)
@@ -174,7 +174,7 @@ def _dump(tmp: Path) -> None:
     from pyspark import SparkContext
 
     from spark_reports.session import spark_session
-    from spark_reports.verify import verify_run
+    from verifiers.verify import verify_run
 
     with tempfile.TemporaryDirectory(prefix="harness-cds-") as run_dir:
         _training_history(run_dir)

@@ -1,6 +1,6 @@
 """The report's sentences: what a group of anomaly rows means, and what each fault did.
 
-Everything here reads summary.json (spark_reports/verify.py) and nothing else, so a
+Everything here reads summary.json (verifiers/verify.py) and nothing else, so a
 stored run's report says the same thing every time it is rendered. Nodes are named
 as the cluster names them (`kafka-2`), faults as the scenario names them
 (`timeline[1] partition`), times as seconds since the first send.

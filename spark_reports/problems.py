@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from harness.history import WORKLOAD_DIED
+from core.history import WORKLOAD_DIED
 from spark_reports.storage import RunLocation
 from spark_reports.timeline import Timeline
 

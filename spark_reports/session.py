@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 DEFAULT_DRIVER_MEMORY = os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g")
 DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITIONS", "16"))
@@ -73,6 +75,21 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     spark = b.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     return spark, True
+
+
+@contextmanager
+def session_scope(master: str | None = None, spark=None, **kw) -> Iterator:
+    """A session for the body: `spark` when given (a suite's shared one), else the
+    active one, else a new one, stopped when the body ends (spark_session's options)."""
+    if spark is not None:
+        yield spark
+        return
+    session, owned = spark_session(master, **kw)
+    try:
+        yield session
+    finally:
+        if owned:
+            session.stop()
 
 
 def _local_java_options(history_rows: int | None, cds: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from harness.history import SCHEMAS
+from core.history import SCHEMAS
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryFiles
 

@@ -23,8 +23,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from harness.errors import HarnessError
-from harness.history import ENUMS, NULLABLE, SCHEMAS, TABLES
+from core.errors import HarnessError
+from core.history import ENUMS, NULLABLE, SCHEMAS, TABLES
 from spark_reports.storage import RunLocation
 
 REQUIRED_TABLES = ("produced", "consumed")
@@ -89,7 +89,7 @@ def _check_file(loc: RunLocation, table: str, path: str) -> tuple[int, list[str]
             continue
         if idx < 0:
             problems.append(f"{shown}: column {fld.name!r} is missing "
-                            f"(fix: write {table} with harness.history.SCHEMAS[{table!r}])")
+                            f"(fix: write {table} with core.history.SCHEMAS[{table!r}])")
             continue
         actual = schema.field(idx).type
         if not _same_type(actual, fld.type):

@@ -39,7 +39,7 @@ from typing import Any
 
 import yaml
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from spark_reports.kinds import KINDS, NAMES
 from verifiers.facts import FACTS
 

@@ -21,7 +21,7 @@ passed or failed.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -49,20 +49,6 @@ def facts_of(scenario: "Scenario") -> dict[str, bool | None]:
     return facts
 
 
-def load_model(scenario: Any) -> tuple["Scenario | None", str | None]:
-    """The scenario model of a stored scenario.yaml document, or None and why not."""
-    from harness.errors import SpecError
-    from harness.scenario import parse_scenario
-    from harness.yamlsource import Source
-
-    if not isinstance(scenario, dict):
-        return None, "unknown: no scenario.yaml"
-    try:
-        return parse_scenario(scenario, Source("scenario.yaml")), None
-    except SpecError as e:
-        return None, f"unknown: scenario.yaml is not a valid scenario ({e})"
-
-
 def model_facts(model: "Scenario | None", why: str | None
                 ) -> tuple[dict[str, bool | None], dict[str, str]]:
     """The model's facts and, per fact, where it came from (`why` when there is none)."""
@@ -73,8 +59,3 @@ def model_facts(model: "Scenario | None", why: str | None
     if facts["commit_after_processing"] is None:
         sources["commit_after_processing"] = "unknown: the scenario has no consumer group"
     return facts, sources
-
-
-def derive_facts(scenario: Any) -> tuple[dict[str, bool | None], dict[str, str]]:
-    """Facts of a stored scenario.yaml document and, per fact, where it came from."""
-    return model_facts(*load_model(scenario))

@@ -22,13 +22,13 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
+from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import record_id_of
 from workloads.spec import ConsumerGroupSpec
 
 if TYPE_CHECKING:
-    from harness.context import RunContext
+    from core.context import RunContext
 
 _STRATEGY = {"eager": "range", "range": "range", "roundrobin": "roundrobin",
              "cooperative-sticky": "cooperative-sticky"}

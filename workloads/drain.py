@@ -23,12 +23,12 @@ from typing import TYPE_CHECKING, Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
-from harness.history import HistoryWriter, now_us
+from core.history import HistoryWriter, now_us
 from workloads.records import record_id_of
 from workloads.spec import DrainSpec
 
 if TYPE_CHECKING:
-    from harness.context import RunContext
+    from core.context import RunContext
 
 DRAIN = "drain"
 

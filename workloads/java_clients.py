@@ -30,14 +30,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.errors import HarnessError
-from harness.history import EventLog, HistoryWriter, now_us
+from core.errors import HarnessError
+from core.history import EventLog, HistoryWriter, now_us
 from workloads import classify
 from workloads.producer import NO_REPORT
 from workloads.records import java_producer_name, record_id_of
 
 if TYPE_CHECKING:
-    from harness.context import RunContext
+    from core.context import RunContext
 
 TOOLS = "org.apache.kafka.tools"
 CLASSPATH = "/opt/kafka/libs/*"
@@ -257,10 +257,10 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
             "seconds": time.monotonic() - started}
 
 
-def java_run_of(run: "RunContext") -> JavaRun:
+def java_run_of(run: "RunContext", version: str | None = None) -> JavaRun:
     """Our Kafka image on the run's cluster network: the brokers' version as the cluster
-    started, or the scenario's `workload.clients_version` (its image built on first use)."""
-    version = run.scenario.workload.clients_version if run.scenario is not None else None
+    started, or `version` (the scenario's `workload.clients_version`; its image built on
+    first use)."""
     image = run.cluster.image
     if version:
         from clusters.images import ensure_images
@@ -271,10 +271,11 @@ def java_run_of(run: "RunContext") -> JavaRun:
 def run_java_producer(run: "RunContext", *, topic: str, max_messages: int,
                       prefix: int = 0, acks: str = "all", throughput: int = -1,
                       config: dict[str, Any] | None = None, timeout_s: float = 600,
-                      should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+                      should_stop: Callable[[], bool] | None = None,
+                      clients_version: str | None = None) -> dict[str, Any]:
     """Run VerifiableProducer for max_messages records; returns counts and timing."""
     bootstrap, run_dir, events = run.bootstrap, run.dir, run.events
-    jrun = java_run_of(run)
+    jrun = java_run_of(run, clients_version)
     if max_messages < 1:
         raise HarnessError("run_java_producer needs max_messages >= 1 (we must know what was sent)")
     name = java_producer_name(prefix)
@@ -308,10 +309,11 @@ def run_java_consumer(run: "RunContext", *, topic: str, group_id: str,
                       name: str = "jc0", max_messages: int = -1, isolation: str = "read_uncommitted",
                       auto_commit: bool = False, config: dict[str, Any] | None = None,
                       timeout_s: float = 600,
-                      should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
+                      should_stop: Callable[[], bool] | None = None,
+                      clients_version: str | None = None) -> dict[str, Any]:
     """Run VerifiableConsumer (verbose) until max_messages or should_stop()/timeout."""
     bootstrap, run_dir, events = run.bootstrap, run.dir, run.events
-    jrun = java_run_of(run)
+    jrun = java_run_of(run, clients_version)
     wn = f"{name}-{uuid.uuid4().hex[:6]}"
     consumed = HistoryWriter(run_dir, "consumed", run.run_id, writer_name=wn, flush_rows=20000,
                              flush_seconds=1.0)

@@ -35,14 +35,14 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow.parquet as pq
 
-from harness.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
+from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
 from workloads import classify
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import ValueMaker, key_for, seq_of_value
 from workloads.spec import ProducerSpec
 
 if TYPE_CHECKING:
-    from harness.context import RunContext
+    from core.context import RunContext
 
 # How often librdkafka reports its own view of each partition's leader (its
 # statistics), from which a delivery's `acked_by` is read (the history spec): the

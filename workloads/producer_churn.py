@@ -21,7 +21,7 @@ from workloads.producer import ProducerProcess, ReconcileResult
 from workloads.spec import ProducerSpec
 
 if TYPE_CHECKING:
-    from harness.context import RunContext
+    from core.context import RunContext
 
 
 def start_producer(spec: ProducerSpec, run: "RunContext") -> "ProducerProcess | ChurningProducer":

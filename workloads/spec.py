@@ -1,7 +1,7 @@
 """Workload specs: frozen, validated, and bad fields named with their fix.
 
 Build them with `ProducerSpec.parse({...})` (or the constructor); either way a
-bad field raises harness.errors.SpecError("producer.acks", problem, fix).
+bad field raises core.errors.SpecError("producer.acks", problem, fix).
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from harness.errors import SpecError
+from core.errors import SpecError
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.]*$")
 

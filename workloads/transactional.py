@@ -15,7 +15,7 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
-from harness.history import EventLog, HistoryWriter, now_us
+from core.history import EventLog, HistoryWriter, now_us
 from workloads import classify
 from workloads.process import parent_gone
 from workloads.records import ValueMaker, record_id_of

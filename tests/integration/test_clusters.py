@@ -18,8 +18,8 @@ from clusters.gc import collect_garbage
 from clusters.labels import OWNER_PID, RUN_ID, run_labels
 from clusters.observer import MetadataObserver
 from clusters.spec import ClusterSpec
-from harness.errors import SpecError
-from harness.history import EventLog, read_table
+from core.errors import SpecError
+from core.history import EventLog, read_table
 
 FAST_FAILURE_DETECTION = {
     "replica.lag.time.max.ms": "4000",

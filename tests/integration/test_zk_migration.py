@@ -10,8 +10,8 @@ from pathlib import Path
 
 from test_harness_run import _leftovers  # same dir: pytest puts it on sys.path
 
+from core.history import read_table
 from faults.migration import STEPS
-from harness.history import read_table
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 

@@ -4,7 +4,7 @@ import pytest
 
 from clusters.spec import ClusterSpec, validate_topic
 from clusters.versions import resolve_version
-from harness.errors import SpecError
+from core.errors import SpecError
 
 
 def test_defaults_are_valid():

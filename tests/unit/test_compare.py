@@ -12,11 +12,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from core.errors import SpecError
 from harness.cli import main
 from harness.compare import Axis, aggregate, differences, grid, parse_vary, plan, run_row
 from harness.compare_plot import per_second
 from harness.compare_report import write_outputs
-from harness.errors import SpecError
 
 T0 = 1_800_000_000_000_000      # µs; the synthetic runs' first send
 

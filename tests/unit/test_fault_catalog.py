@@ -5,6 +5,7 @@ import pytest
 from test_fault_fakes import FakeCluster
 
 from clusters.api import PartitionState
+from core.errors import SpecError
 from faults import catalog as cat
 from faults.base import BaseFault, FaultContext
 from faults.catalog import (
@@ -19,7 +20,6 @@ from faults.catalog import (
     validate_fault,
 )
 from faults.selectors import selector_refs
-from harness.errors import SpecError
 
 LEADER = {"leader_of": {"topic": "t", "partition": 2}}
 

@@ -8,6 +8,7 @@ import pytest
 from test_fault_fakes import FakeCluster
 
 from clusters.api import ExecResult, PartitionState
+from core.history import EventLog, read_table
 from faults import selectors as sel
 from faults.base import BaseFault, FaultContext, FaultError
 from faults.controller import ControllerFailover
@@ -16,7 +17,6 @@ from faults.healall import heal_all, heal_all_on_exit, leftovers
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
 from faults.zookeeper import ZkSessionExpiry
-from harness.history import EventLog, read_table
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ import pytest
 
 from clusters.config import directory_id, format_args, plan_nodes
 from clusters.spec import ClusterSpec
+from core.errors import SpecError
 from faults.catalog import fault_needs
 from faults.quorum import quorum_command, voter_ids
-from harness.errors import SpecError
 from harness.scenario import load_scenario
 
 

@@ -4,11 +4,11 @@ import pytest
 from test_fault_fakes import FakeCluster
 
 from clusters.api import PartitionState
+from core.errors import SpecError
 from faults.base import FaultContext, FaultError
 from faults.catalog import catalog, fault_factory
 from faults.rolling import RollingRestart, RollingUpgrade, features_upgrade_script, upgrade_order
 from faults.schedule import ScheduleSpec, build_schedule
-from harness.errors import SpecError
 
 
 def test_upgrade_order_is_controllers_then_brokers(tmp_path):
@@ -82,7 +82,7 @@ class _ReplaceableFake(FakeCluster):
 
 def test_a_zookeeper_upgrade_runs_its_planned_steps_in_order_and_times_each(tmp_path):
     from clusters.spec import ClusterSpec
-    from harness.history import EventLog
+    from core.history import EventLog
     c = _ReplaceableFake(tmp_path, ClusterSpec.zookeeper("3.8", brokers=2), brokers=2, zookeepers=1)
     c.partition_states = [PartitionState("t", 0, 1, (1, 2), (1, 2))]
     ctx = FaultContext(cluster=c, events=EventLog(tmp_path / "run", "r1"))

@@ -3,11 +3,11 @@ import threading
 import pytest
 from test_fault_fakes import FakeCluster
 
+from core.errors import SpecError
+from core.history import EventLog, read_table
 from faults.base import BaseFault, FaultContext
 from faults.healall import heal_all_on_exit
 from faults.schedule import HEAL, INJECT, ScheduleSpec, build_schedule, run_schedule
-from harness.errors import SpecError
-from harness.history import EventLog, read_table
 
 SPEC = ScheduleSpec(kinds=("kill-leader", "partition-halves", "pause-leader", "disk-full-leader"),
                     duration_s=600, initial_quiet_s=5, fault_min_s=5, fault_max_s=30,

@@ -6,9 +6,9 @@ import pytest
 from test_fault_fakes import FakeCluster
 
 from clusters.api import ExecResult, PartitionState
+from core.errors import SpecError
 from faults import selectors as sel
 from faults.base import FaultContext
-from harness.errors import SpecError
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ import json
 import pyarrow.parquet as pq
 import pytest
 
-from harness.history import SCHEMAS, EventLog, HistoryWriter, part_files, read_table
+from core.history import SCHEMAS, EventLog, HistoryWriter, part_files, read_table
 
 
 def test_writer_flushes_in_chunks_and_reads_back(tmp_path):

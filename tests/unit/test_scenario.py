@@ -8,8 +8,8 @@ import json
 import pytest
 import yaml
 
-from harness.context import Teardown
-from harness.errors import SpecError
+from core.context import Finalizers as Teardown
+from core.errors import SpecError
 from harness.fault_timeline import plan_faults
 from harness.phases import PhaseLog, interruption
 from harness.scenario import builtin_names, load_scenario, parse_scenario

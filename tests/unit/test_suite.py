@@ -8,7 +8,7 @@ from xml.etree import ElementTree as ET
 
 import pytest
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from harness.suite import expand, load_suite, parse_budget, suite_tally
 from harness.suite_report import stability, write_outputs
 

@@ -4,7 +4,7 @@ import sys
 
 import pytest
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from harness.upgrade_check import LOAD_PER_NODE_S, upgrade_scenario
 
 HARNESS = [sys.executable, "-m", "harness.cli"]

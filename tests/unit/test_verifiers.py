@@ -5,9 +5,9 @@ import dataclasses
 
 import pytest
 
-from harness.errors import SpecError
+from core.errors import SpecError
+from harness.scenario import derive_facts
 from verifiers.expectations import DEFAULTS, Expectation, load_expectations, parse_expectation
-from verifiers.facts import derive_facts
 from verifiers.verdict import judge, metric_value
 
 
@@ -148,7 +148,7 @@ def test_expectation_is_frozen():
 
 
 def test_verify_command_crash_is_exit_2_not_1(monkeypatch, tmp_path):
-    import spark_reports.verify as verify
+    import verifiers.verify as verify
     from harness.cli import main
 
     def boom(*a, **k):
@@ -168,12 +168,11 @@ def test_verify_command_missing_run_dir(tmp_path, capsys):
 def test_verify_judges_a_stored_run_at_its_own_unavailability_threshold(tmp_path):
     """`harness verify RUN_DIR` reads the threshold the run was made with
     (report.unavailability_threshold_s in its resolved scenario.yaml), not a default."""
-    from harness.scenario import load_scenario
-    from spark_reports.storage import RunLocation
-    from spark_reports.verify import _threshold_from, read_config
+    from harness.scenario import load_scenario, load_stored
+    from verifiers.verify import threshold_of
 
-    (tmp_path / "scenario.yaml").write_text(
-        load_scenario("quick", ("report.unavailability_threshold_s=5",)).to_yaml())
-    assert _threshold_from(read_config(RunLocation.of(str(tmp_path)))) == 5.0
-    (tmp_path / "scenario.yaml").write_text("not: [a scenario")
-    assert _threshold_from(read_config(RunLocation.of(str(tmp_path)))) == 1.0
+    stored = tmp_path / "scenario.yaml"
+    stored.write_text(load_scenario("quick", ("report.unavailability_threshold_s=5",)).to_yaml())
+    assert threshold_of(load_stored(stored)[0]) == 5.0
+    stored.write_text("not: [a scenario")
+    assert threshold_of(load_stored(stored)[0]) == 1.0

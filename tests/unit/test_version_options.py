@@ -4,7 +4,7 @@ import pytest
 
 from clusters.config import format_args
 from clusters.spec import ClusterSpec
-from harness.errors import SpecError
+from core.errors import SpecError
 from harness.scenario import load_scenario
 from harness.suite import _configuration, load_suite, version_matches
 from workloads.consumer import consumer_config

@@ -8,7 +8,7 @@ import pytest
 
 from clusters import versions
 from clusters.versions import LINES, ReleaseLine, parse_metadata, resolve_version
-from harness.errors import SpecError
+from core.errors import SpecError
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 XML = """<metadata><versioning><versions><version>3.9.2</version><version>4.1.0</version>

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from harness.context import RunContext
-from harness.history import EventLog, HistoryWriter, read_table
+from core.context import RunContext
+from core.history import EventLog, HistoryWriter, read_table
 from workloads.consumer import ConsumerGroup, consumer_config
 from workloads.spec import ConsumerGroupSpec
 

@@ -4,7 +4,7 @@ The sample lines follow the tools' Jackson output (field order as printed by
 org.apache.kafka.tools.VerifiableProducer / VerifiableConsumer)."""
 import json
 
-from harness.history import EventLog, HistoryWriter, read_table
+from core.history import EventLog, HistoryWriter, read_table
 from workloads.java_clients import JavaConsumerConverter, JavaProducerConverter, _properties
 
 PRODUCER_LINES = """\

@@ -37,8 +37,8 @@ def test_a_producer_that_dies_says_why_and_is_counted_once(tmp_path):
     """A real producer process whose client refuses its config (librdkafka raises):
     the worker writes `workload-died` with the error, the parent adds the exit code,
     and the checker counts one death, not two; a kill of ours is no death."""
-    from harness.context import RunContext
-    from harness.history import EventLog, read_table
+    from core.context import RunContext
+    from core.history import EventLog, read_table
     from spark_reports.problems import workload_deaths
     from spark_reports.timeline import parse_events
     from workloads.producer import ProducerProcess

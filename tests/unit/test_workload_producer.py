@@ -6,8 +6,8 @@ import time
 
 from confluent_kafka import KafkaError as E
 
-from harness.context import RunContext
-from harness.history import HistoryWriter, read_table
+from core.context import RunContext
+from core.history import HistoryWriter, read_table
 from workloads.producer import DeliveryRecorder, IntentLog, ProducerProcess, read_intents, reconcile, reconcile_run
 from workloads.records import ValueMaker, key_for, record_id_of, seq_of_value
 from workloads.spec import ProducerSpec

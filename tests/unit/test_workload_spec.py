@@ -2,7 +2,7 @@
 import pytest
 from pydantic import ValidationError
 
-from harness.errors import SpecError
+from core.errors import SpecError
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, TransactionSpec
 
 

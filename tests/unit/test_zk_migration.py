@@ -11,12 +11,12 @@ import pytest
 from clusters.api import BROKER, CONTROLLER, ZOOKEEPER, ExecResult, Migratable, PartitionState
 from clusters.migration import MIGRATION_FLAG, kraft_spec_of, plan_migration
 from clusters.spec import ClusterSpec
+from core.errors import SpecError
+from core.history import EventLog, read_table
 from faults.base import FaultContext, FaultError
 from faults.catalog import fault_needs, make_fault
 from faults.migration import STEPS, ZkMigration
 from harness.cli import main
-from harness.errors import SpecError
-from harness.history import EventLog, read_table
 from harness.scenario import _display
 
 

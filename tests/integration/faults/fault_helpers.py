@@ -7,10 +7,10 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from core.history import EventLog, read_table
 from faults.base import wait_full_isr, wait_until
 from faults.context import context_for
 from faults.healall import heal_all, leftovers
-from harness.history import EventLog, read_table
 
 # Short timeouts so faults show within seconds and the whole set stays short.
 FAST = {

@@ -11,9 +11,9 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
 from clusters.versions import resolve_version
+from core.history import EventLog, read_table
 from faults.context import context_for
 from faults.rolling import RollingUpgrade
-from harness.history import EventLog, read_table
 
 
 class BackgroundProducer:

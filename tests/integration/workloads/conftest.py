@@ -9,8 +9,8 @@ import pytest
 
 from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
-from harness.context import RunContext
-from harness.history import EventLog
+from core.context import RunContext
+from core.history import EventLog
 
 _topics = itertools.count()
 

@@ -7,7 +7,7 @@ import time
 import pytest
 from wl_history_check import table
 
-from harness.history import part_files
+from core.history import part_files
 from workloads.consumer import ConsumerGroup
 from workloads.producer import ProducerProcess
 from workloads.spec import ChurnSpec, ConsumerGroupSpec, ProducerSpec

@@ -2,7 +2,7 @@
 anomalies and the drain reads every acked record exactly once."""
 from wl_history_check import duplicates_in_drain, lost, table
 
-from spark_reports.verify import verify_run
+from verifiers.verify import verify_run
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import DrainSpec, ProducerSpec

@@ -14,7 +14,7 @@ import time
 from confluent_kafka import Consumer, TopicPartition
 from wl_history_check import redelivered, skipped, table
 
-from harness.history import part_files
+from core.history import part_files
 from workloads.consumer import ConsumerGroup
 from workloads.drain import drain
 from workloads.producer import ProducerProcess

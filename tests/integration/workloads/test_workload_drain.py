@@ -3,7 +3,7 @@ no leader (its only replica's broker is stopped)."""
 import json
 import uuid
 
-from harness.history import read_table
+from core.history import read_table
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import DrainSpec, ProducerSpec

@@ -17,7 +17,7 @@ import time
 from confluent_kafka.admin import AdminClient
 from wl_history_check import table
 
-from harness.history import now_us, part_files
+from core.history import now_us, part_files
 from workloads.consumer import ConsumerGroup, consumer_config
 from workloads.producer import ProducerProcess
 from workloads.spec import ConsumerGroupSpec, ProducerSpec

@@ -3,7 +3,7 @@ cluster network, converted into the same history and judged by the same
 reconciler as our clients."""
 from wl_history_check import duplicates_in_drain, lost, table
 
-from spark_reports.verify import verify_run
+from verifiers.verify import verify_run
 from workloads.drain import drain
 from workloads.java_clients import run_java_consumer, run_java_producer
 from workloads.spec import DrainSpec

@@ -4,7 +4,7 @@ import time
 
 from wl_history_check import lost, table
 
-from harness.history import part_files
+from core.history import part_files
 from workloads.drain import drain
 from workloads.producer import ProducerProcess
 from workloads.spec import DrainSpec, ProducerSpec
@@ -57,7 +57,7 @@ def test_every_ack_names_the_leader_and_a_producer_that_dies_is_a_death(run):
     import os
     import signal
 
-    from harness.history import read_table
+    from core.history import read_table
     from spark_reports.problems import workload_deaths
     from spark_reports.timeline import parse_events
 

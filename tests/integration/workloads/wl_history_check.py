@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from harness.history import read_table
+from core.history import read_table
 
 
 def table(run_dir: str, name: str) -> pd.DataFrame:

@@ -1,7 +1,7 @@
 """Hand-built histories for the reconciler tests, written through HistoryWriter."""
 from __future__ import annotations
 
-from harness.history import HistoryWriter, record_id
+from core.history import HistoryWriter, record_id
 
 T0 = 1_700_000_000_000_000
 

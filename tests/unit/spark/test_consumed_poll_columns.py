@@ -7,7 +7,7 @@ import json
 
 import pyarrow.parquet as pq
 
-from harness.history import HistoryWriter
+from core.history import HistoryWriter
 from workloads.java_clients import JavaConsumerConverter
 
 

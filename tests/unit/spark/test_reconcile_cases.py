@@ -390,7 +390,7 @@ def verified(tmp_path_factory, request):
     import fcntl
     import os
 
-    from spark_reports.verify import verify_run
+    from verifiers.verify import verify_run
 
     base = tmp_path_factory.getbasetemp()
     # under xdist each worker's basetemp is a child of the session's
@@ -576,7 +576,7 @@ def test_fault_windows_without_the_plain_test_give_the_same_metrics(verified, sp
     import shutil
 
     import spark_reports.metrics as metrics
-    from spark_reports.verify import verify_run
+    from verifiers.verify import verify_run
 
     run, summary = verified
     assert summary["metrics"]["fault_windows"] and summary["metrics"]["recovery"]
@@ -593,7 +593,7 @@ def test_kinds_written_by_spark_are_counted_and_explained_alike(verified, spark,
     import shutil
 
     import spark_reports.anomaly_output as out
-    from spark_reports.verify import verify_run
+    from verifiers.verify import verify_run
 
     run, summary = verified
     shutil.copytree(run / "history", tmp_path / "history")
@@ -610,7 +610,7 @@ def test_a_kind_without_rows_is_written_with_the_columns_of_one_with_rows(verifi
     """A passing run's kinds are known to be empty and written from their schema alone
     (no job): with the same columns and types as the casebook's, where every kind has
     rows."""
-    from spark_reports.verify import verify_run
+    from verifiers.verify import verify_run
 
     run, summary = verified
     h = History(tmp_path / "clean")

@@ -10,8 +10,8 @@ import pytest
 from histories import History
 from synthetic import INJECTABLE, SyntheticSpec, generate
 
-from spark_reports.verify import verify_run
-from verifiers.cli import verify_command
+from harness.run_judge import verify_command
+from harness.run_judge import verify_stored_run as verify_run
 
 pytestmark = pytest.mark.spark
 

@@ -7,10 +7,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from harness.history import SCHEMAS, HistoryWriter
+from core.history import SCHEMAS, HistoryWriter
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files
-from spark_reports.verify import verify_run
+from verifiers.verify import verify_run
 
 
 def _write(run, table, rows, schema=None, name="part-0.parquet"):

@@ -1,7 +1,9 @@
 """verify_run: a stored run history in, report/ and a verdict out.
 
-`harness verify` calls `verify_run`, as does `harness run` at the end of every
-run (harness/run_steps_late.py). The flow, the same for every history:
+`harness run` calls `verify_run` at the end of every run with its scenario model
+(harness/run_judge.py); `harness verify RUN_DIR` loads the run's stored scenario.yaml
+into the model first (harness.run_judge.verify_stored_run). The flow, the same for
+every history:
 
 1. read the run's configuration (scenario.yaml, manifest.json);
 2. validate the history with pyarrow before Spark starts (files, columns, types,
@@ -23,13 +25,13 @@ The verdict is "unknown" (exit 2) when the history is malformed or has no
 `drain` phase; a summary, junit.xml and index.html are still written then,
 saying why.
 
-Optional inputs read from RUN_DIR (absent is fine, and the report says so):
-- scenario.yaml, read as the scenario model (harness/scenario.py) once: facts for
-  conditional expectations (verifiers/facts.py); `expect:` — the scenario's
-  expectations, used when no --expect file is given (format:
-  verifiers/expectations.py); `report.unavailability_threshold_s` (default 1 s),
-  unless the caller gives one. A document that is not a valid scenario still gives
-  its `expectations:`/`expect:` list; its facts are unknown. Shown in the report.
+The scenario model (`scenario`, given by the caller: this package does not build
+it) gives the facts conditional expectations depend on (verifiers/facts.py) and
+`report.unavailability_threshold_s` (default 1 s) unless the caller gives one;
+without it the facts are unknown, and expectations that depend on them are not
+judged. Optional inputs read from RUN_DIR (absent is fine, and the report says so):
+- scenario.yaml: its `expect:` (or `expectations:`) list, used when no --expect file
+  is given (format: verifiers/expectations.py), and shown in the report;
 - manifest.json: shown in the report as is.
 """
 from __future__ import annotations
@@ -46,11 +48,11 @@ from typing import Any
 
 import yaml
 
-from harness.errors import HarnessError
+from core.errors import HarnessError
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
-from verifiers.facts import load_model, model_facts
+from verifiers.facts import model_facts
 from verifiers.verdict import Verdict, judge, unknown
 
 
@@ -59,8 +61,6 @@ class RunConfig:
     scenario: dict | None
     manifest: dict | None
     notes: list[str] = field(default_factory=list)
-    model: Any = None                 # harness.scenario.Scenario, when scenario.yaml is one
-    model_problem: str | None = None  # why there is no model
 
 
 @dataclass
@@ -98,7 +98,6 @@ def read_config(loc: RunLocation) -> RunConfig:
                                  "the run's configuration is unknown", cfg.notes)
     cfg.manifest = _read_mapping(loc, "manifest.json", json.loads, ValueError,
                                  "versions and cluster spec unknown", cfg.notes)
-    cfg.model, cfg.model_problem = load_model(cfg.scenario)
     return cfg
 
 
@@ -132,21 +131,25 @@ def _clean(x: Any) -> Any:
 def verify_run(run_dir: str, spark_master: str | None = None,
                expect: str | ExpectationSet | None = None, *, spark=None,
                unavailability_threshold_s: float | None = None,
-               write_html: bool = True) -> VerifyResult:
+               write_html: bool = True, scenario: Any = None,
+               scenario_problem: str | None = None) -> VerifyResult:
+    """`scenario`: the run's scenario model (harness.scenario.Scenario), or None and
+    `scenario_problem`, why there is none (its facts are then unknown)."""
     t0 = time.monotonic()
     loc = RunLocation.of(run_dir)
     if not loc.is_dir():
         raise HarnessError(f"{run_dir}: no such run directory")
     cfg = read_config(loc)
     exps = resolve_expectations(expect, cfg)
-    facts, fact_sources = model_facts(cfg.model, cfg.model_problem)
+    facts, fact_sources = model_facts(
+        scenario, scenario_problem or "unknown: verified without the run's scenario model")
     for k, v in exps.facts:
         facts[k], fact_sources[k] = v, f"{exps.source}: facts.{k}"
     if any(k in ("acks_all", "min_isr_2", "clean_elections") for k, _ in exps.facts) \
             and not any(k == "durable" for k, _ in exps.facts):
         facts["durable"] = derive_durable(facts)
     threshold = (unavailability_threshold_s if unavailability_threshold_s is not None
-                 else _threshold_from(cfg))
+                 else threshold_of(scenario))
 
     summary: dict[str, Any] = {
         "run_id": os.path.basename(loc.base.rstrip("/")),
@@ -159,7 +162,6 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         "notes": list(cfg.notes),
     }
     samples: dict = {}
-    owns_session = False
     try:
         history = check_files(loc)
         summary["notes"] += history.notes
@@ -168,18 +170,16 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         t_scan = time.monotonic()
         scanned = check_values(loc, history)
         summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
-        from spark_reports.session import spark_session
-        if spark is None:
-            spark, owns_session = spark_session(
-                spark_master, history_rows=scanned.counts["sent"] + scanned.counts["consumed"])
-            spark.conf.set("spark.sql.shuffle.partitions", str(_shuffle_partitions(loc, history)))
-        verdict, samples = _reconcile(spark, loc, history, scanned, summary, exps, facts,
-                                      fact_sources, threshold)
+        from spark_reports.session import session_scope
+        rows = scanned.counts["sent"] + scanned.counts["consumed"]
+        with session_scope(spark_master, spark, history_rows=rows) as session:
+            if spark is None:
+                session.conf.set("spark.sql.shuffle.partitions",
+                                 str(_shuffle_partitions(loc, history)))
+            verdict, samples = _reconcile(session, loc, history, scanned, summary, exps, facts,
+                                          fact_sources, threshold)
     except HistoryInvalid as e:
         verdict = unknown(str(e))
-    finally:
-        if owns_session:
-            spark.stop()
     summary["verdict"] = verdict.to_dict()
     summary["verify_seconds"] = round(time.monotonic() - t0, 3)
     summary["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
@@ -202,12 +202,12 @@ def derive_durable(facts: dict) -> bool | None:
     return True if all(p is True for p in parts) else None
 
 
-def _threshold_from(cfg: RunConfig) -> float:
-    """The run's own `report.unavailability_threshold_s` (the scenario model's default
-    when the scenario does not set it); Kafka-wide default without a valid scenario."""
+def threshold_of(scenario: Any) -> float:
+    """The run's own `report.unavailability_threshold_s` (the model's default when the
+    scenario does not set it); the default without a model."""
     from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
-    if cfg.model is not None:
-        return float(cfg.model.report.unavailability_threshold_s)
+    if scenario is not None:
+        return float(scenario.report.unavailability_threshold_s)
     return DEFAULT_UNAVAILABILITY_THRESHOLD_S
 
 

@@ -1,0 +1,74 @@
+"""One run as the runner keeps it: the shared RunContext, the scenario, the phase log,
+and a handle on each resource its phases made (harness/runner.py lists where each is
+created and removed). Workloads, faults and the verifier receive the RunContext, never
+this record.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from core.context import RunContext
+from harness.phases import INTERRUPTED, PhaseLog
+
+if TYPE_CHECKING:      # types only: the resource modules import this one
+    from clusters.observer import MetadataObserver
+    from harness.progress import Progress
+    from harness.run_faults import FaultRun
+    from harness.run_workloads import Workloads
+    from harness.scenario import Scenario
+    from verifiers.verify import VerifyResult
+
+
+@dataclass
+class RunResult:
+    run_id: str
+    run_dir: Path
+    exit_code: int
+    status: str                         # passed, failed, unknown
+    reason: str | None = None
+    summary: dict[str, Any] | None = None
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    interrupted: bool = False           # Ctrl-C or SIGTERM: a suite or compare stops too
+
+
+@dataclass
+class Run:
+    ctx: RunContext
+    scenario: "Scenario"
+    phases: PhaseLog
+    progress: "Progress | None" = None
+    observer: "MetadataObserver | None" = None
+    load: "Workloads | None" = None
+    faults: "FaultRun | None" = None
+    verified: "VerifyResult | None" = None
+    stopped_in: str | None = None       # the phase an interruption or an error ended
+    stop_reason: str | None = None
+
+    def say(self, message: str) -> None:
+        if self.progress is not None:
+            self.progress.say(message)
+        else:
+            print(message, flush=True)
+
+    def close_progress(self) -> None:
+        if self.progress is not None:
+            self.progress.stop()
+
+    def result(self) -> RunResult:
+        ctx, v = self.ctx, self.verified
+        if self.stopped_in is not None:
+            how = "interrupted" if self.stop_reason == INTERRUPTED else "failed"
+            reason = f"{how} in phase {self.stopped_in}" + (
+                "" if self.stop_reason == INTERRUPTED else f": {self.stop_reason}")
+            result = RunResult(ctx.run_id, ctx.run_dir, 2, "unknown", reason,
+                               interrupted=self.stop_reason == INTERRUPTED)
+        elif v is None:
+            result = RunResult(ctx.run_id, ctx.run_dir, 0, "not verified",
+                               "verification skipped (--no-verify)")
+        else:
+            result = RunResult(ctx.run_id, ctx.run_dir, v.verdict.exit_code, v.verdict.status,
+                               v.verdict.reason, v.summary)
+        result.phases = self.phases.records
+        return result

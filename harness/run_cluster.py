@@ -1,0 +1,52 @@
+"""The run's cluster: its images, the cluster itself, the metadata observer and the
+topics; at the end, each node's log and the cluster's removal.
+
+Each resource is removed where it is made: `cluster_up` pushes the cluster's stop and
+its log collection on the run's finalizers before it starts anything (an interrupted
+start still removes what was created), `observe` pushes the observer's stop. The
+`logs` and `cluster-stop` phases run those finalizers on the normal path.
+"""
+from __future__ import annotations
+
+from harness.run import Run
+
+
+def images(run: Run, detail: dict) -> None:
+    from clusters.images import ensure_images
+    s = run.scenario
+    run.say("images: checking (a first build takes a few minutes)")
+    detail["images"] = ensure_images(list(s.image_versions), toxiproxy=s.cluster.uses_toxiproxy)
+
+
+def cluster_up(run: Run, detail: dict) -> None:
+    from clusters.docker_cluster import DockerCluster
+    ctx = run.ctx
+    cluster = DockerCluster(run.scenario.cluster, run_id=ctx.run_id)
+    ctx.finalizers.push("cluster-stop", cluster.stop)
+    ctx.finalizers.push("logs", lambda: cluster.collect_logs(ctx.run_dir / "logs"))
+    cluster.start()
+    ctx.cluster = cluster
+    detail.update(bootstrap=ctx.bootstrap, nodes=[n.name for n in cluster.nodes()])
+
+
+def observe(run: Run, detail: dict) -> None:
+    from clusters.observer import MetadataObserver
+    observer = MetadataObserver(run.ctx.cluster, run.ctx.events,
+                                topics=[t.name for t in run.scenario.topics])
+    run.observer = run.ctx.finalizers.enter("observer-stop", observer)
+
+
+def topics(run: Run, detail: dict) -> None:
+    for t in run.scenario.topics:
+        run.ctx.cluster.create_topic(t.name, t.partitions, t.replication_factor, t.configs)
+    detail["topics"] = [t.name for t in run.scenario.topics]
+
+
+def logs(run: Run, detail: dict) -> None:
+    run.ctx.finalizers.run("observer-stop")
+    files = run.ctx.finalizers.run("logs") or []
+    detail["files"] = len(files)
+
+
+def cluster_stop(run: Run, detail: dict) -> None:
+    run.ctx.finalizers.run("cluster-stop")

@@ -1,0 +1,87 @@
+"""The run's faults: their context, the timeline that plays the scenario's plan, and
+heal-all, made and undone side by side here.
+
+`arm` (at workloads-start, after the workloads are entered) makes the FaultRun and
+pushes heal-all on the run's finalizers: pushed after the workloads, it runs before
+they stop, so faults are healed first however the run ends. The faults phase plays
+the plan; the heal-all phase runs that finalizer on the normal path.
+"""
+from __future__ import annotations
+
+import time
+
+from core.context import RunContext
+from harness.phases import FAILED, write_json
+from harness.run import Run
+
+
+class FaultRun:
+    """The fault layer's view of the run (faults.context: the cluster, events and a
+    seeded rng of the RunContext), the fault timeline once it plays, and what heal-all
+    found."""
+
+    def __init__(self, ctx: RunContext):
+        from faults.context import context_for
+        self.context = context_for(ctx.cluster, ctx.events, rng=ctx.rng("faults"))
+        self.timeline = None
+        self.report = None
+
+    def play(self, scenario) -> list:
+        """Every planned fault on its own timer; returns the plan as it went."""
+        from harness.fault_timeline import FaultTimeline, plan_faults
+        plan = plan_faults(scenario, scenario.seed)
+        self.timeline = FaultTimeline(self.context, plan).start()
+        last = max((p.at_s + (p.hold_s or 0) for p in plan), default=0.0)
+        self.timeline.wait(last + 600.0)
+        return plan
+
+    def active(self) -> list:
+        return self.timeline.active() if self.timeline is not None else []
+
+    def plan(self) -> list:
+        return self.timeline.plan if self.timeline is not None else []
+
+    def heal_all(self, reason: str) -> None:
+        """Stop the timers that have not fired, then heal and sweep everything."""
+        from faults.healall import heal_all
+        if self.timeline is not None:
+            self.timeline.finish(join_s=30.0)
+        self.report = heal_all(self.context, reason)
+
+
+def arm(run: Run, detail: dict) -> None:
+    faults = FaultRun(run.ctx)
+    run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
+    run.faults = faults
+
+
+# -- the phases ------------------------------------------------------------------------
+
+def play(run: Run, detail: dict) -> None:
+    plan = run.faults.play(run.scenario)
+    detail["faults"] = [p.to_dict() for p in plan]
+    write_json(run.ctx.run_dir / "faults.json", detail["faults"])
+    errors = [f"{p.label}: {p.error}" for p in plan if p.error]
+    if errors:
+        detail["errors"] = errors
+
+
+def heal(run: Run, detail: dict) -> None:
+    from faults.healall import leftovers
+    run.ctx.finalizers.run("heal-all")
+    report = run.faults.report
+    if report is not None:
+        detail.update(healed=report.healed, unhealed=report.unhealed, swept=len(report.swept))
+    left = leftovers(run.faults.context)
+    if left or (report is not None and report.unhealed):
+        detail.update(leftovers=left, _outcome=FAILED)
+
+
+def recovery_wait(run: Run, detail: dict) -> None:
+    from faults.base import wait_full_isr
+    started = time.monotonic()
+    try:
+        wait_full_isr(run.ctx.cluster, run.scenario.faults.recovery_timeout_s)
+    except TimeoutError as e:
+        detail.update(error=str(e), _outcome=FAILED)
+    detail["seconds"] = round(time.monotonic() - started, 3)
