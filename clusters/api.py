@@ -15,15 +15,16 @@ if TYPE_CHECKING:
     from clusters.migration import MigrationPlan
     from clusters.spec import ClusterSpec
 
-# Node roles.
-BROKER = "broker"            # broker only (isolated KRaft, or ZooKeeper mode)
-CONTROLLER = "controller"    # KRaft controller only
-COMBINED = "combined"        # KRaft broker+controller in one process
-ZOOKEEPER = "zookeeper"
-TOXIPROXY = "toxiproxy"
-
-BROKER_ROLES = (BROKER, COMBINED)
-CONTROLLER_ROLES = (CONTROLLER, COMBINED)
+# Node roles (clusters/roles.py), named here too: what a node is is part of its protocol.
+from clusters.roles import (  # noqa: E402,F401 - re-exported
+    BROKER,
+    BROKER_ROLES,
+    COMBINED,
+    CONTROLLER,
+    CONTROLLER_ROLES,
+    TOXIPROXY,
+    ZOOKEEPER,
+)
 
 
 @dataclass(frozen=True)

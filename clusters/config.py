@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from clusters.api import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
+from clusters.roles import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
 from clusters.spec import KRAFT_COMBINED, KRAFT_ISOLATED, TOXIPROXY_ALL, TOXIPROXY_OFF, ClusterSpec
 from clusters.spec import ZOOKEEPER as ZOOKEEPER_MODE
 

@@ -24,6 +24,7 @@ from collections.abc import Iterator
 from datetime import UTC
 from pathlib import Path
 
+from clusters.cache import cache_dir
 from clusters.docker_env import docker_client
 from clusters.versions import (
     JMX_EXPORTER_VERSION,
@@ -40,12 +41,6 @@ FILES = Path(__file__).parent / "image_files"
 DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ("openjdk-17-jre-headless", "iptables", "iproute2", "procps")
 IMAGE_LABEL = "harness.image"
-
-
-def cache_dir() -> Path:
-    d = Path(os.environ.get("HARNESS_CACHE", Path.home() / ".cache" / "kafka-harness"))
-    d.mkdir(parents=True, exist_ok=True)
-    return d
 
 
 def progress(msg: str) -> None:

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from clusters.api import BROKER, CONTROLLER
 from clusters.config import (
     NodePlan,
     broker_props,
@@ -31,6 +30,7 @@ from clusters.config import (
     props_text,
     zookeeper_connect,
 )
+from clusters.roles import BROKER, CONTROLLER
 from clusters.spec import KRAFT_ISOLATED, ZOOKEEPER, ClusterSpec
 from core.errors import SpecError
 

@@ -118,7 +118,7 @@ def version_key(version: str) -> tuple[int, ...]:
 # ---- which patches exist ----------------------------------------------------------
 
 def _cache_file() -> Path:
-    from clusters.images import cache_dir
+    from clusters.cache import cache_dir
     return cache_dir() / "maven-metadata-kafka_2.13.xml"
 
 

@@ -8,7 +8,7 @@ from html import escape
 from pathlib import Path
 
 from harness.compare import aggregate, differences, exit_code, fmt_spread
-from harness.junit import junit_xml
+from verifiers.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
          "td,th{border:1px solid #ccc;padding:4px 8px;font-size:90%;text-align:right}"

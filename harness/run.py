@@ -7,18 +7,35 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from clusters.observer import MetadataObserver
 from core.context import RunContext
 from harness.phases import INTERRUPTED, PhaseLog
+from harness.scenario import Scenario
+from verifiers.verify import VerifyResult
 
-if TYPE_CHECKING:      # types only: the resource modules import this one
-    from clusters.observer import MetadataObserver
-    from harness.progress import Progress
-    from harness.run_faults import FaultRun
-    from harness.run_workloads import Workloads
-    from harness.scenario import Scenario
-    from verifiers.verify import VerifyResult
+
+# What the runner needs of the resources its phases make (harness/run_workloads.py,
+# run_faults.py, progress.py define them; they import this module, not the reverse).
+class Display(Protocol):
+    def say(self, message: str) -> None: ...
+    def stop(self) -> None: ...
+
+
+class Load(Protocol):
+    started_at: float | None
+    producers: list
+
+    def check(self) -> None: ...
+
+
+class FaultsInPlay(Protocol):
+    report: Any                      # faults.healall.HealAllReport, once heal-all ran
+    context: Any                     # faults.base.FaultContext
+
+    def active(self) -> list: ...
+    def plan(self) -> list: ...
 
 
 @dataclass
@@ -36,13 +53,13 @@ class RunResult:
 @dataclass
 class Run:
     ctx: RunContext
-    scenario: "Scenario"
+    scenario: Scenario
     phases: PhaseLog
-    progress: "Progress | None" = None
-    observer: "MetadataObserver | None" = None
-    load: "Workloads | None" = None
-    faults: "FaultRun | None" = None
-    verified: "VerifyResult | None" = None
+    progress: Display | None = None
+    observer: MetadataObserver | None = None
+    load: Load | None = None
+    faults: FaultsInPlay | None = None
+    verified: VerifyResult | None = None
     stopped_in: str | None = None       # the phase an interruption or an error ended
     stop_reason: str | None = None
 

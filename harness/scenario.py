@@ -24,239 +24,34 @@ file, line and field (`scenarios/x.yaml:14 faults.timeline[2].target: …`).
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-import yaml
-from pydantic import BaseModel, ConfigDict, InstanceOf, ValidationError
+from pydantic import BaseModel
 
-from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
+from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from faults.schedule import ScheduleSpec
-from harness.yamlsource import CONFIG_MAPS, Source, apply_set, load_yaml
-from verifiers.expectations import ExpectationSet
+from harness.scenario_build import TOP_LEVEL, Builder, build
+from harness.scenario_model import (  # noqa: F401 - the model, where its users find it
+    AppliesTo,
+    Faults,
+    JavaConsumerSpec,
+    JavaProducerSpec,
+    Nemesis,
+    Report,
+    Scenario,
+    TimelineFault,
+    TopicSpec,
+    Workload,
+)
+from harness.yamlsource import Source, apply_set, load_yaml
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
-KAFKA_DEFAULT_MIN_ISR = 1
-
-
-class _Model(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
-
-
-class TopicSpec(_Model):
-    name: str
-    partitions: int = 3
-    replication_factor: int = 3
-    configs: dict[str, str] = {}
-
-
-class JavaProducerSpec(_Model):
-    """Kafka's VerifiableProducer: records `j<prefix>-<n>`."""
-    prefix: int = 0
-    topic: str
-    max_messages: int = 100_000
-    acks: str = "all"
-    throughput: int = -1
-    config: dict[str, str] = {}
-
-
-class JavaConsumerSpec(_Model):
-    name: str = "jc0"
-    topic: str
-    group_id: str
-    isolation: str = "read_uncommitted"
-    auto_commit: bool = False
-    config: dict[str, str] = {}
-
-
-class Workload(_Model):
-    duration_s: float = 60.0
-    warmup_timeout_s: float = 60.0          # until every partition has its first ack
-    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
-    # None: the brokers' version, as the cluster started.
-    clients_version: str | None = None
-    producers: tuple[ProducerSpec, ...] = ()
-    consumers: tuple[ConsumerGroupSpec, ...] = ()
-    java_producers: tuple[JavaProducerSpec, ...] = ()
-    java_consumers: tuple[JavaConsumerSpec, ...] = ()
-
-
-class TimelineFault(_Model):
-    at: float                                # seconds after the faults phase starts
-    fault: str                               # a faults.catalog kind
-    target: Any = None                       # a selector spec (faults.selectors.parse_selector)
-    params: dict[str, Any] = {}
-    hold: float | None = None                # seconds until its heal; None: healed at heal-all
-
-
-class Nemesis(_Model):
-    presets: tuple[str, ...]                 # faults.catalog.PRESETS names
-    topic: str
-    partition: int = 0
-    schedule: InstanceOf[ScheduleSpec]
-
-
-class Faults(_Model):
-    timeline: tuple[TimelineFault, ...] = ()
-    nemesis: Nemesis | None = None
-    recovery_timeout_s: float = 120.0        # full ISR again after heal-all
-
-
-class AppliesTo(_Model):
-    """Where a scenario makes sense, for a suite's --modes/--versions (empty: anywhere)."""
-    modes: tuple[str, ...] = ()
-    versions: tuple[str, ...] = ()
-
-
-class Report(_Model):
-    html: bool = True
-    unavailability_threshold_s: float = 1.0
-
-
-class Scenario(_Model):
-    name: str = "scenario"
-    description: str = ""
-    seed: int = 0
-    cluster: InstanceOf[ClusterSpec]
-    topics: tuple[TopicSpec, ...]
-    workload: Workload
-    faults: Faults = Faults()
-    drain: InstanceOf[DrainSpec]
-    expect: InstanceOf[ExpectationSet]
-    report: Report = Report()
-    applies_to: AppliesTo = AppliesTo()
-    source: str = "(built in code)"
-
-    # -- facts a verifier asks (verifiers.facts) --------------------------------
-    @cached_property
-    def facts(self) -> dict[str, bool | None]:
-        from verifiers.facts import facts_of
-        return facts_of(self)
-
-    @property
-    def image_versions(self) -> tuple[str, ...]:
-        """Every Kafka version the run's nodes run: the cluster's, and each rolling
-        upgrade's target."""
-        upgrades = [str(e.params["to_version"]) for e in self.faults.timeline
-                    if e.fault == "rolling-upgrade" and "to_version" in e.params]
-        return tuple(dict.fromkeys([self.cluster.version, *upgrades]))
-
-    @property
-    def written_partitions(self) -> tuple[tuple[str, int], ...]:
-        """Every partition of a topic some producer writes to (the warm-up waits for each)."""
-        w = self.workload
-        written = {p.topic for p in w.producers} | {j.topic for j in w.java_producers}
-        return tuple((t.name, i) for t in self.topics if t.name in written
-                     for i in range(t.partitions))
-
-    def min_isr(self, topic: TopicSpec) -> int:
-        value = topic.configs.get("min.insync.replicas") or dict(self.cluster.config).get(
-            "min.insync.replicas")
-        return int(value) if value is not None else KAFKA_DEFAULT_MIN_ISR
-
-    def unclean_elections(self, topic: TopicSpec) -> bool:
-        value = topic.configs.get("unclean.leader.election.enable") or dict(
-            self.cluster.config).get("unclean.leader.election.enable", "false")
-        return str(value).lower() == "true"
-
-    # -- the resolved document ------------------------------------------------------
-    def to_dict(self) -> dict[str, Any]:
-        dump = self.model_dump(mode="json", exclude={"cluster", "drain", "expect", "faults",
-                                                     "workload", "source"})
-        workload = self.workload.model_dump(mode="json")
-        faults = self.faults.model_dump(mode="json", exclude={"nemesis"})
-        if self.faults.nemesis is not None:
-            n = self.faults.nemesis
-            faults["nemesis"] = {"presets": list(n.presets), "topic": n.topic,
-                                 "partition": n.partition, **_schedule_fields(n.schedule)}
-        return {"name": dump["name"], "description": dump["description"],
-                "seed": dump["seed"], "cluster": self.cluster.to_dict(),
-                "topics": dump["topics"], "workload": workload, "faults": faults,
-                "drain": self.drain.model_dump(mode="json"),
-                "expect": {"expectations": [e.text for e in self.expect.expectations],
-                           "facts": dict(self.expect.facts)},
-                "report": dump["report"], "applies_to": dump["applies_to"]}
-
-    def to_yaml(self) -> str:
-        return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
-
-
-def _schedule_fields(spec: ScheduleSpec) -> dict[str, Any]:
-    from dataclasses import asdict
-    return {k: v for k, v in asdict(spec).items() if k != "kinds"}
-
-
-# -- building ---------------------------------------------------------------------
-TOP_LEVEL = ("name", "description", "seed", "cluster", "topics", "workload", "faults",
-             "drain", "expect", "report", "applies_to")
-SECTION_PREFIXES = ("producer.transactions.", "producer.", "consumer.", "drain.", "cluster.",
-                    "nemesis.", "topic.")
-
-
-def relative_path(field: str) -> tuple[Any, ...]:
-    """A spec's own field name ('producer.transactions.abort_rate', 'config.min.insync.replicas')
-    as a path below its section ('transactions', 'abort_rate')."""
-    for prefix in SECTION_PREFIXES:
-        if field.startswith(prefix):
-            field = ("transactions." if prefix == "producer.transactions." else "") + \
-                field[len(prefix):]
-            break
-    parts: list[Any] = []
-    pieces = field.split(".")
-    for i, piece in enumerate(pieces):
-        if parts and parts[-1] in CONFIG_MAPS:
-            parts.append(".".join(pieces[i:]))
-            break
-        parts.append(int(piece) if piece.isdigit() else piece)
-    return tuple(p for p in parts if p not in ("(spec)", ""))
-
-
-class Builder:
-    """Validates one document section by section, so every error has its place."""
-
-    def __init__(self, data: dict, source: Source):
-        self.data, self.source = data, source
-
-    def fail(self, path: tuple, problem: str, fix: str | None = None):
-        raise SpecError(self.source.where(path), problem, fix)
-
-    def at(self, path: tuple, make: Callable[[], Any]) -> Any:
-        """Run a spec's own validation; its SpecError is re-raised at `path` in the file."""
-        try:
-            return make()
-        except SpecError as e:
-            rel = relative_path(e.field) if e.field not in ("", None) else ()
-            raise SpecError(self.source.where((*path, *rel)), e.problem, e.fix) from None
-        except ValidationError as e:
-            err = e.errors()[0]
-            rel = tuple(err["loc"])
-            fix = None
-            if err["type"] == "extra_forbidden":
-                fix = "remove it, or check its spelling"
-            raise SpecError(self.source.where((*path, *rel)), err["msg"], fix) from None
-
-    def get(self, path: tuple, default: Any, kind: type | tuple = dict) -> Any:
-        node: Any = self.data
-        for part in path:
-            node = node.get(part) if isinstance(node, dict) else None
-            if node is None:
-                return default
-        if not isinstance(node, kind):
-            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-            self.fail(path, f"must be a {_KIND_WORDS.get(names, names)}, got {type(node).__name__}",
-                      "see the scenario format in harness/scenario.py")
-        return node
-
-
-_KIND_WORDS = {"dict": "mapping (key: value lines)", "list": "list (lines starting with '-')"}
 
 
 def parse_scenario(data: Any, source: Source) -> Scenario:
-    from harness.scenario_build import build
     if data is None:
         data = {}
     if not isinstance(data, dict):
@@ -368,4 +163,4 @@ def resolve_path(path_or_name: str | None) -> Path:
 
 
 __all__ = ["Scenario", "TopicSpec", "Workload", "TimelineFault", "Nemesis", "Faults", "Report",
-           "load_scenario", "parse_scenario", "builtin_names", "ZOOKEEPER", "validate_topic"]
+           "load_scenario", "parse_scenario", "builtin_names"]

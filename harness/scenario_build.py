@@ -7,14 +7,16 @@ the drain's topics) and checks what spans sections. See harness/scenario.py.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
+
+from pydantic import ValidationError
 
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
 from core.errors import SpecError
 from faults.schedule import ScheduleSpec
-from harness.scenario import (
+from harness.scenario_model import (
     AppliesTo,
-    Builder,
     Faults,
     JavaConsumerSpec,
     JavaProducerSpec,
@@ -25,8 +27,73 @@ from harness.scenario import (
     TopicSpec,
     Workload,
 )
+from harness.yamlsource import CONFIG_MAPS, Source
 from verifiers.expectations import DEFAULTS, ExpectationSet, parse_document, parse_expectation
-from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
+from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, idempotent_by_default
+
+TOP_LEVEL = ("name", "description", "seed", "cluster", "topics", "workload", "faults",
+             "drain", "expect", "report", "applies_to")
+SECTION_PREFIXES = ("producer.transactions.", "producer.", "consumer.", "drain.", "cluster.",
+                    "nemesis.", "topic.")
+
+
+def relative_path(field: str) -> tuple[Any, ...]:
+    """A spec's own field name ('producer.transactions.abort_rate', 'config.min.insync.replicas')
+    as a path below its section ('transactions', 'abort_rate')."""
+    for prefix in SECTION_PREFIXES:
+        if field.startswith(prefix):
+            field = ("transactions." if prefix == "producer.transactions." else "") + \
+                field[len(prefix):]
+            break
+    parts: list[Any] = []
+    pieces = field.split(".")
+    for i, piece in enumerate(pieces):
+        if parts and parts[-1] in CONFIG_MAPS:
+            parts.append(".".join(pieces[i:]))
+            break
+        parts.append(int(piece) if piece.isdigit() else piece)
+    return tuple(p for p in parts if p not in ("(spec)", ""))
+
+
+class Builder:
+    """Validates one document section by section, so every error has its place."""
+
+    def __init__(self, data: dict, source: Source):
+        self.data, self.source = data, source
+
+    def fail(self, path: tuple, problem: str, fix: str | None = None):
+        raise SpecError(self.source.where(path), problem, fix)
+
+    def at(self, path: tuple, make: Callable[[], Any]) -> Any:
+        """Run a spec's own validation; its SpecError is re-raised at `path` in the file."""
+        try:
+            return make()
+        except SpecError as e:
+            rel = relative_path(e.field) if e.field not in ("", None) else ()
+            raise SpecError(self.source.where((*path, *rel)), e.problem, e.fix) from None
+        except ValidationError as e:
+            err = e.errors()[0]
+            rel = tuple(err["loc"])
+            fix = None
+            if err["type"] == "extra_forbidden":
+                fix = "remove it, or check its spelling"
+            raise SpecError(self.source.where((*path, *rel)), err["msg"], fix) from None
+
+    def get(self, path: tuple, default: Any, kind: type | tuple = dict) -> Any:
+        node: Any = self.data
+        for part in path:
+            node = node.get(part) if isinstance(node, dict) else None
+            if node is None:
+                return default
+        if not isinstance(node, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            self.fail(path, f"must be a {_KIND_WORDS.get(names, names)}, got {type(node).__name__}",
+                      "see the scenario format in harness/scenario.py")
+        return node
+
+
+_KIND_WORDS = {"dict": "mapping (key: value lines)", "list": "list (lines starting with '-')"}
+
 
 
 def _props(values: Any) -> Any:
@@ -105,15 +172,15 @@ def _producer(b: Builder, i: int, raw: Any, topics, duration_s: float, seed: int
     raw = {"name": f"p{i}", "topic": topics[0].name, "seed": seed + i, **raw}
     if "records" not in raw and "duration_s" not in raw:
         raw["duration_s"] = duration_s
-    # Kafka's own client: idempotence is on by default but quietly off when acks is not
-    # all. So too when `--set producer.acks=1` meets a file's `enable_idempotence: true`:
-    # the user asked for this scenario's producer with acks=1, which Kafka's client
-    # would not make idempotent (both given by --set, the conflict is theirs: refused).
-    weaker = str(raw.get("acks", "all")) in ("0", "1")
-    if weaker and ("enable_idempotence" not in raw or (
-            b.source.overridden((*path, "acks"))
-            and not b.source.overridden((*path, "enable_idempotence")))):
-        raw["enable_idempotence"] = False
+    # Kafka's own client default (workloads.spec.idempotent_by_default); so too when
+    # `--set producer.acks=1` meets a file's `enable_idempotence: true`: the user asked
+    # for this scenario's producer with acks=1, which Kafka's client would not make
+    # idempotent (both given by --set, the conflict is theirs: refused).
+    default = idempotent_by_default(raw.get("acks", "all"))
+    if "enable_idempotence" not in raw or (
+            not default and b.source.overridden((*path, "acks"))
+            and not b.source.overridden((*path, "enable_idempotence"))):
+        raw["enable_idempotence"] = default
     raw["client_config"] = _props(raw.get("client_config") or {})
     spec = b.at(path, lambda: ProducerSpec(**raw))
     _check_topic(b, (*path, "topic"), spec.topic, topics)

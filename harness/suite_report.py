@@ -7,7 +7,7 @@ from collections import defaultdict
 from html import escape
 from pathlib import Path
 
-from harness.junit import junit_xml
+from verifiers.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse}"
          "td,th{border:1px solid #ccc;padding:4px 8px;vertical-align:top;font-size:90%}"

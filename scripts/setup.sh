@@ -47,7 +47,7 @@ log "installing Python dependencies"
 .venv/bin/pip install -q -e '.[dev,bench]'
 # Spark's driver JVM then maps its classes ready-made (~10 s off a 1 M-record verify).
 log "writing the Spark driver's class archive (first time: about 2 min; cached afterwards)"
-.venv/bin/python -m spark_reports.class_cache
+.venv/bin/python -m verifiers.class_archive
 
 log "building images (first time: a few minutes; cached afterwards)"
 .venv/bin/harness images build

@@ -12,9 +12,9 @@ written once, by a training run:
   history, JDK 17, three pairs of runs: 154-170 CPU-s against 171-179; wall 82-84 s
   against 92-94 s in two pairs, 105 against 102 s in one with CPU steal.
 
-`python -m spark_reports.class_cache` (run by scripts/setup.sh) writes it by
-verifying a small history with anomalies of most kinds (_training_history), so
-that the training run loads what a real verify loads. Spark sessions then use it when it exists. A
+`python -m verifiers.class_archive` (run by scripts/setup.sh) writes it by
+verifying a small history with anomalies of most kinds, so that the training run
+loads what a real verify loads. Spark sessions then use it when it exists. A
 file the JVM cannot use (another JDK, another Spark, moved jars) is ignored by the
 JVM itself; the file name is keyed on all three so that never happens by accident.
 HARNESS_SPARK_CDS=0 turns it off; HARNESS_CACHE moves it, with the image build
@@ -28,8 +28,7 @@ import json
 import os
 import shutil
 import subprocess
-import sys
-import tempfile
+from collections.abc import Callable
 from pathlib import Path
 
 from spark_reports.driver_jdk import driver_jdk
@@ -66,7 +65,7 @@ def archive_path() -> Path:
     """Where this Spark and this JDK's archive lives (whether or not it exists)."""
     ident = _identity()
     key = hashlib.sha256("\n".join(ident.values()).encode()).hexdigest()[:16]
-    from clusters.images import cache_dir
+    from clusters.cache import cache_dir
     suffix = ".aot" if driver_jdk().aot_cache else ".jsa"
     return cache_dir() / f"spark-driver-{ident['pyspark']}-{key}{suffix}"
 
@@ -107,8 +106,10 @@ def dump_options(to: Path) -> str:
     return f"-XX:ArchiveClassesAtExit={to} {QUIET}"
 
 
-def build(force: bool = False) -> Path | None:
-    """Write the archive unless it exists; its path, or None when turned off."""
+def build(force: bool = False, dump: Callable[[Path], None] | None = None) -> Path | None:
+    """Write the archive unless it exists; its path, or None when turned off. dump(tmp):
+    a training run whose JVM writes the archive to tmp as it exits
+    (verifiers/class_archive.py verifies a small history)."""
     if not enabled():
         return None
     path = archive_path()
@@ -118,7 +119,7 @@ def build(force: bool = False) -> Path | None:
     _prune(path.parent)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
-        _dump(tmp)
+        dump(tmp)
         if not tmp.is_file():
             raise RuntimeError(f"the JVM wrote no class archive at {tmp}")
         Path(f"{path}.json").write_text(json.dumps(_identity(), indent=1) + "\n")
@@ -126,83 +127,3 @@ def build(force: bool = False) -> Path | None:
     finally:
         tmp.unlink(missing_ok=True)
     return path
-
-
-def _training_history(run_dir: str) -> None:
-    """A few hundred records with an anomaly of most kinds, a fault and a leader
-    change, so that the training run loads the classes a real verify loads."""
-    import json
-
-    from core.history import HistoryWriter, record_id
-
-    t0 = 1_700_000_000_000_000
-    w = {t: HistoryWriter(run_dir, t, "training", flush_rows=1 << 30, flush_seconds=1e9)
-         for t in ("produced", "consumed", "commits", "events")}
-    for seq in range(300):
-        rid, ts, off = record_id("p0", seq), t0 + seq * 10_000, seq + (seq >= 150)
-        w["produced"].append({"producer": "p0", "seq": seq, "record_id": rid, "topic": "t",
-                              "partition": 0, "offset": off, "status": "acked",
-                              "send_ts_us": ts, "ack_ts_us": ts + 2_000})
-        for phase, poll in (("run", (seq, 1)), ("drain", (seq, None))):
-            if seq % 97 == 5 or (phase == "run" and seq == 200):
-                continue        # lost, then skipped by the run consumer
-            w["consumed"].append({"consumer": "c0" if phase == "run" else "drain",
-                                  "group_id": "g0" if phase == "run" else None,
-                                  "phase": phase, "topic": "t", "partition": 0,
-                                  "offset": off, "record_id": rid, "isolation": "read_committed",
-                                  "recv_ts_us": ts + 5_000, "poll_seq": poll[0],
-                                  "assignment": poll[1]})
-    w["consumed"].append({"consumer": "c0", "group_id": "g0", "phase": "run", "topic": "t",
-                          "partition": 0, "offset": 150, "record_id": "ghost-0",
-                          "isolation": "read_committed", "recv_ts_us": t0, "poll_seq": 300,
-                          "assignment": 1})
-    w["commits"].append({"consumer": "c0", "group_id": "g0", "topic": "t", "partition": 0,
-                         "offset": 301, "ok": True, "ts_us": t0 + 3_100_000})
-    for kind, ts in (("fault", t0 + 1_000_000), ("heal", t0 + 2_000_000)):
-        w["events"].append({"ts_us": ts, "kind": kind, "name": "pause", "target": "kafka-1",
-                            "detail": json.dumps({"fault_id": "f0"})})
-    w["events"].append({"ts_us": t0 + 1_500_000, "kind": "observe", "name": "leader",
-                        "target": "kafka-2",
-                        "detail": json.dumps({"topic": "t", "partition": 0, "leader": 2})})
-    for writer in w.values():
-        writer.close()
-
-
-def _dump(tmp: Path) -> None:
-    """Verify a small history in a JVM that writes its classes to tmp when it exits,
-    and wait for that exit (the archive is complete only then)."""
-    from pyspark import SparkContext
-
-    from spark_reports.session import spark_session
-    from verifiers.verify import verify_run
-
-    with tempfile.TemporaryDirectory(prefix="harness-cds-") as run_dir:
-        _training_history(run_dir)
-        spark, _ = spark_session(dump_classes_to=tmp)
-        try:
-            verify_run(run_dir, spark=spark)
-        finally:
-            spark.stop()
-            proc = SparkContext._gateway.proc if SparkContext._gateway else None
-            if proc is not None:
-                proc.stdin.close()      # the JVM exits when its stdin closes
-                proc.wait(timeout=600)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-    ap = argparse.ArgumentParser(prog="python -m spark_reports.class_cache",
-                                 description="write the Spark driver's class archive")
-    ap.add_argument("--force", action="store_true", help="rewrite it even if it exists")
-    args = ap.parse_args(argv)
-    if not enabled():
-        print("class archive: turned off (HARNESS_SPARK_CDS=0)")
-        return 0
-    existed = archive_path().is_file()
-    path = build(force=args.force)
-    print(f"class archive: {path} ({'kept' if existed and not args.force else 'written'})")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

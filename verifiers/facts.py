@@ -1,8 +1,9 @@
 """What a run's configuration says about the guarantees it should give.
 
 Conditional expectations ("duplicate == 0 when idempotent") need facts about
-the run. They come from the typed scenario model (harness.scenario.Scenario),
-read from RUN_DIR/scenario.yaml, never from guessed key paths; the
+the run. They are properties of the typed scenario model (`Scenario.facts`,
+harness/scenario_model.py), given to the verifier by its caller, never guessed from
+key paths; the
 expectations file's `facts:` mapping may override them. A fact that cannot be
 known (no scenario.yaml, or one that is not a valid scenario) is None:
 expectations that depend on it are reported as not judged, never silently
@@ -21,35 +22,22 @@ passed or failed.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from harness.scenario import Scenario
+from typing import Any
 
 FACTS = ("idempotent", "transactional", "acks_all", "min_isr_2", "clean_elections",
          "commit_after_processing", "durable")
 
 
-def facts_of(scenario: "Scenario") -> dict[str, bool | None]:
-    w = scenario.workload
-    producers = list(w.producers)
-    java_acks = [j.acks in ("all", "-1") for j in w.java_producers]
-    java_idem = [j.acks in ("all", "-1") and j.config.get("enable.idempotence", "true") == "true"
-                 for j in w.java_producers]
-    facts: dict[str, bool | None] = {
-        "transactional": any(p.transactions is not None for p in producers),
-        "idempotent": all([*(p.enable_idempotence for p in producers), *java_idem]),
-        "acks_all": all([*(p.acks == "all" for p in producers), *java_acks]),
-        "min_isr_2": all(scenario.min_isr(t) >= 2 for t in scenario.topics),
-        "clean_elections": not any(scenario.unclean_elections(t) for t in scenario.topics),
-        "commit_after_processing": (all(c.commit == "after-processing" for c in w.consumers)
-                                    if w.consumers else None),
-    }
-    facts["durable"] = facts["acks_all"] and facts["min_isr_2"] and facts["clean_elections"]
-    return facts
+def durable(facts: dict) -> bool | None:
+    """acks_all and min_isr_2 and clean_elections: False when one is false, None when one
+    is unknown (and none false)."""
+    parts = [facts.get("acks_all"), facts.get("min_isr_2"), facts.get("clean_elections")]
+    if any(p is False for p in parts):
+        return False
+    return True if all(p is True for p in parts) else None
 
 
-def model_facts(model: "Scenario | None", why: str | None
+def model_facts(model: Any, why: str | None
                 ) -> tuple[dict[str, bool | None], dict[str, str]]:
     """The model's facts and, per fact, where it came from (`why` when there is none)."""
     if model is None:

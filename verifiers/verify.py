@@ -52,7 +52,7 @@ from core.errors import HarnessError
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
-from verifiers.facts import model_facts
+from verifiers.facts import durable, model_facts
 from verifiers.verdict import Verdict, judge, unknown
 
 
@@ -147,7 +147,7 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         facts[k], fact_sources[k] = v, f"{exps.source}: facts.{k}"
     if any(k in ("acks_all", "min_isr_2", "clean_elections") for k, _ in exps.facts) \
             and not any(k == "durable" for k, _ in exps.facts):
-        facts["durable"] = derive_durable(facts)
+        facts["durable"] = durable(facts)
     threshold = (unavailability_threshold_s if unavailability_threshold_s is not None
                  else threshold_of(scenario))
 
@@ -193,13 +193,6 @@ def _shuffle_partitions(loc: RunLocation, history) -> int:
     files = history.tables["produced"].files + history.tables["consumed"].files
     size = sum(i.size or 0 for i in loc.fs.get_file_info(files))
     return max(4, min(800, size // (32 << 20)))
-
-
-def derive_durable(facts: dict) -> bool | None:
-    parts = [facts.get("acks_all"), facts.get("min_isr_2"), facts.get("clean_elections")]
-    if any(p is False for p in parts):
-        return False
-    return True if all(p is True for p in parts) else None
 
 
 def threshold_of(scenario: Any) -> float:
@@ -450,11 +443,11 @@ class _Background:
 
 def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunConfig,
                    samples: dict, write_html: bool) -> None:
-    from spark_reports.junit import junit_xml
+    from verifiers.junit import verdict_junit
 
     loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
                    "report", "summary.json")
-    loc.write_text(junit_xml(str(summary.get("run_id")), verdict,
+    loc.write_text(verdict_junit(str(summary.get("run_id")), verdict,
                              summary["verify_seconds"]), "report", "junit.xml")
     if not write_html:
         return

@@ -35,6 +35,7 @@ from core.history import EventLog, HistoryWriter, now_us
 from workloads import classify
 from workloads.producer import NO_REPORT
 from workloads.records import java_producer_name, record_id_of
+from workloads.spec import idempotent_by_default
 
 if TYPE_CHECKING:
     from core.context import RunContext
@@ -283,7 +284,8 @@ def run_java_producer(run: "RunContext", *, topic: str, max_messages: int,
                            flush_rows=20000, flush_seconds=1.0)
     conv = JavaProducerConverter(prefix, topic, max_messages, writer, events)
     # The tool forces retries=0 unless the config file says otherwise; keep client defaults.
-    conf = {"retries": 2147483647, "enable.idempotence": acks == "all", **(config or {})}
+    conf = {"retries": 2147483647, "enable.idempotence": idempotent_by_default(acks),
+            **(config or {})}
     acks_arg = {"all": "-1", "-1": "-1", "1": "1", "0": "0"}[str(acks)]
     args = ["--bootstrap-server", bootstrap, "--topic", topic, "--max-messages", str(max_messages),
             "--throughput", str(throughput), "--acks", acks_arg, "--value-prefix", str(prefix)]

@@ -27,6 +27,12 @@ _FIXES: dict[str, str] = {
 }
 
 
+def idempotent_by_default(acks: Any) -> bool:
+    """Kafka's own client: idempotence is on by default, and quietly off when acks is not
+    all (a producer asked for both is refused: ProducerSpec's own check)."""
+    return str(acks) in ("all", "-1")
+
+
 class _Spec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     _section: str = "workload"

@@ -54,7 +54,7 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert "PASSED" in screen and "report:" in screen
     # what the panel used to erase: each fault's row under the scenario's name, the
     # planned-fault table, and the report's path on a line of its own
-    end = screen[screen.rindex("PASSED"):]
+    end = screen[re.search(r"run \S+: PASSED", screen).start():]      # the closing table's title
     for label in ("timeline[0] kill", "timeline[1] partition"):
         assert end.count(label) == 2, end                  # its recovery row and its plan row
     assert f"report: {run_dir}/report/index.html" in end.replace("\n", ""), end

@@ -5,9 +5,9 @@ import base64
 import re
 import xml.etree.ElementTree as ET
 
-from spark_reports.junit import junit_xml
 from spark_reports.report_html import render_report
 from verifiers.expectations import load_expectations
+from verifiers.junit import verdict_junit as junit_xml
 from verifiers.verdict import judge, unknown
 
 T0 = 1_700_000_000_000_000

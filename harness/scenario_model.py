@@ -1,0 +1,197 @@
+"""The scenario model: one typed, frozen description of an experiment.
+
+Its sections contain the specs that own their fields (clusters.spec.ClusterSpec,
+workloads.spec.ProducerSpec, ConsumerGroupSpec, DrainSpec, faults.schedule.ScheduleSpec,
+verifiers.expectations.ExpectationSet); the facts a verifier asks are its properties
+(`Scenario.facts`). harness/scenario.py loads it from YAML, harness/scenario_build.py
+builds it section by section.
+"""
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, InstanceOf, field_validator
+
+from clusters.spec import ClusterSpec
+from faults.schedule import ScheduleSpec
+from verifiers.expectations import ExpectationSet
+from verifiers.facts import durable
+from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, idempotent_by_default
+
+KAFKA_DEFAULT_MIN_ISR = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+
+class TopicSpec(_Model):
+    name: str
+    partitions: int = 3
+    replication_factor: int = 3
+    configs: dict[str, str] = {}
+
+
+class JavaProducerSpec(_Model):
+    """Kafka's VerifiableProducer: records `j<prefix>-<n>`."""
+    prefix: int = 0
+    topic: str
+    max_messages: int = 100_000
+    acks: Literal["all", "-1", "1", "0"] = "all"
+    throughput: int = -1
+    config: dict[str, str] = {}
+
+    @field_validator("acks", mode="before")
+    @classmethod
+    def _acks_text(cls, v: Any) -> Any:
+        return str(v) if isinstance(v, int) else v     # YAML reads `acks: 1` as a number
+
+    @property
+    def acks_all(self) -> bool:
+        return self.acks in ("all", "-1")
+
+    @property
+    def idempotent(self) -> bool:
+        """As Kafka's client makes it: the default for its acks, unless its config says."""
+        default = str(idempotent_by_default(self.acks)).lower()
+        return self.acks_all and self.config.get("enable.idempotence", default) == "true"
+
+
+class JavaConsumerSpec(_Model):
+    name: str = "jc0"
+    topic: str
+    group_id: str
+    isolation: str = "read_uncommitted"
+    auto_commit: bool = False
+    config: dict[str, str] = {}
+
+
+class Workload(_Model):
+    duration_s: float = 60.0
+    warmup_timeout_s: float = 60.0          # until every partition has its first ack
+    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
+    # None: the brokers' version, as the cluster started.
+    clients_version: str | None = None
+    producers: tuple[ProducerSpec, ...] = ()
+    consumers: tuple[ConsumerGroupSpec, ...] = ()
+    java_producers: tuple[JavaProducerSpec, ...] = ()
+    java_consumers: tuple[JavaConsumerSpec, ...] = ()
+
+
+class TimelineFault(_Model):
+    at: float                                # seconds after the faults phase starts
+    fault: str                               # a faults.catalog kind
+    target: Any = None                       # a selector spec (faults.selectors.parse_selector)
+    params: dict[str, Any] = {}
+    hold: float | None = None                # seconds until its heal; None: healed at heal-all
+
+
+class Nemesis(_Model):
+    presets: tuple[str, ...]                 # faults.catalog.PRESETS names
+    topic: str
+    partition: int = 0
+    schedule: InstanceOf[ScheduleSpec]
+
+
+class Faults(_Model):
+    timeline: tuple[TimelineFault, ...] = ()
+    nemesis: Nemesis | None = None
+    recovery_timeout_s: float = 120.0        # full ISR again after heal-all
+
+
+class AppliesTo(_Model):
+    """Where a scenario makes sense, for a suite's --modes/--versions (empty: anywhere)."""
+    modes: tuple[str, ...] = ()
+    versions: tuple[str, ...] = ()
+
+
+class Report(_Model):
+    html: bool = True
+    unavailability_threshold_s: float = 1.0
+
+
+class Scenario(_Model):
+    name: str = "scenario"
+    description: str = ""
+    seed: int = 0
+    cluster: InstanceOf[ClusterSpec]
+    topics: tuple[TopicSpec, ...]
+    workload: Workload
+    faults: Faults = Faults()
+    drain: InstanceOf[DrainSpec]
+    expect: InstanceOf[ExpectationSet]
+    report: Report = Report()
+    applies_to: AppliesTo = AppliesTo()
+    source: str = "(built in code)"
+
+    # -- facts a verifier asks (verifiers.facts.FACTS) ---------------------------
+    @cached_property
+    def facts(self) -> dict[str, bool | None]:
+        w = self.workload
+        facts: dict[str, bool | None] = {
+            "transactional": any(p.transactions is not None for p in w.producers),
+            "idempotent": all([*(p.enable_idempotence for p in w.producers),
+                               *(j.idempotent for j in w.java_producers)]),
+            "acks_all": all([*(p.acks == "all" for p in w.producers),
+                             *(j.acks_all for j in w.java_producers)]),
+            "min_isr_2": all(self.min_isr(t) >= 2 for t in self.topics),
+            "clean_elections": not any(self.unclean_elections(t) for t in self.topics),
+            "commit_after_processing": (all(c.commit == "after-processing" for c in w.consumers)
+                                        if w.consumers else None),
+        }
+        facts["durable"] = durable(facts)
+        return facts
+
+    @property
+    def image_versions(self) -> tuple[str, ...]:
+        """Every Kafka version the run's nodes run: the cluster's, and each rolling
+        upgrade's target."""
+        upgrades = [str(e.params["to_version"]) for e in self.faults.timeline
+                    if e.fault == "rolling-upgrade" and "to_version" in e.params]
+        return tuple(dict.fromkeys([self.cluster.version, *upgrades]))
+
+    @property
+    def written_partitions(self) -> tuple[tuple[str, int], ...]:
+        """Every partition of a topic some producer writes to (the warm-up waits for each)."""
+        w = self.workload
+        written = {p.topic for p in w.producers} | {j.topic for j in w.java_producers}
+        return tuple((t.name, i) for t in self.topics if t.name in written
+                     for i in range(t.partitions))
+
+    def min_isr(self, topic: TopicSpec) -> int:
+        value = topic.configs.get("min.insync.replicas") or dict(self.cluster.config).get(
+            "min.insync.replicas")
+        return int(value) if value is not None else KAFKA_DEFAULT_MIN_ISR
+
+    def unclean_elections(self, topic: TopicSpec) -> bool:
+        value = topic.configs.get("unclean.leader.election.enable") or dict(
+            self.cluster.config).get("unclean.leader.election.enable", "false")
+        return str(value).lower() == "true"
+
+    # -- the resolved document ------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        dump = self.model_dump(mode="json", exclude={"cluster", "drain", "expect", "faults",
+                                                     "workload", "source"})
+        workload = self.workload.model_dump(mode="json")
+        faults = self.faults.model_dump(mode="json", exclude={"nemesis"})
+        if self.faults.nemesis is not None:
+            n = self.faults.nemesis
+            faults["nemesis"] = {"presets": list(n.presets), "topic": n.topic,
+                                 "partition": n.partition, **_schedule_fields(n.schedule)}
+        return {"name": dump["name"], "description": dump["description"],
+                "seed": dump["seed"], "cluster": self.cluster.to_dict(),
+                "topics": dump["topics"], "workload": workload, "faults": faults,
+                "drain": self.drain.model_dump(mode="json"),
+                "expect": {"expectations": [e.text for e in self.expect.expectations],
+                           "facts": dict(self.expect.facts)},
+                "report": dump["report"], "applies_to": dump["applies_to"]}
+
+    def to_yaml(self) -> str:
+        return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
+
+
+def _schedule_fields(spec: ScheduleSpec) -> dict[str, Any]:
+    from dataclasses import asdict
+    return {k: v for k, v in asdict(spec).items() if k != "kinds"}
