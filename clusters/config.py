@@ -8,6 +8,8 @@ brokers by IP; with toxiproxy it advertises the proxy's address instead.
 """
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 
 from clusters.roles import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
@@ -97,8 +99,6 @@ def quorum_props(spec: ClusterSpec) -> dict[str, str]:
 def directory_id(cluster_id: str, node_id: int) -> str:
     """A node's log directory id, derived from the cluster id so every node's format
     command can name every initial controller's (a Kafka Uuid: URL-safe base64)."""
-    import base64
-    import uuid
     raw = uuid.uuid5(uuid.NAMESPACE_OID, f"{cluster_id}/{node_id}").bytes
     text = base64.urlsafe_b64encode(raw).decode().rstrip("=")
     return text if not text.startswith("-") else "A" + text[1:]

@@ -24,6 +24,9 @@ from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
 
+import base64
+import uuid
+
 from confluent_kafka import KafkaError, KafkaException  # noqa: E402
 from confluent_kafka.admin import AdminClient, NewTopic  # noqa: E402
 from testcontainers.core.container import DockerContainer  # noqa: E402
@@ -499,8 +502,6 @@ def _too_few_live_brokers(err: KafkaError) -> bool:
 def kraft_cluster_id() -> str:
     """A random KRaft cluster id, as Kafka's Uuid.randomUuid() makes them: URL-safe
     base64, never starting with '-' (command-line tools would read it as an option)."""
-    import base64
-    import uuid
     while True:
         cid = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
         if not cid.startswith("-"):

@@ -8,6 +8,7 @@ from core.errors import DockerUnavailable
 
 @functools.lru_cache(maxsize=1)
 def docker_client():
+    # docker-py loads slowly and only commands that reach the engine need it
     import docker
     try:
         client = docker.from_env(version="auto", timeout=120)

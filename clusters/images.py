@@ -21,7 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 
 from clusters.cache import cache_dir
@@ -34,8 +34,9 @@ from clusters.versions import (
     all_versions,
     default_versions,
     resolve_version,
+    version_key,
 )
-from core.errors import HarnessError
+from core.errors import HarnessError, SpecError
 
 FILES = Path(__file__).parent / "image_files"
 DEBIAN_SUITE = "bookworm"
@@ -95,6 +96,7 @@ def _build_lock() -> Iterator[None]:
 
 
 def _image_exists(tag: str) -> bool:
+    # docker-py: only when an image is looked up (docker_env says why)
     import docker.errors
     try:
         docker_client().images.get(tag)
@@ -315,13 +317,11 @@ def list_images() -> list[dict]:
             rows.append({"kind": labels.get(IMAGE_LABEL, "?"), "kafka_version": version,
                          "tag": tag, "size_mb": round(image.attrs.get("Size", 0) / 2**20),
                          "age_s": _age_s(image.attrs.get("Created", "")), "current": tag in current})
-    from clusters.versions import version_key
     return sorted(rows, key=lambda r: (r["kind"], version_key(r["kafka_version"] or "0"), r["tag"]))
 
 
 def _current_kafka_tag(version: str) -> str:
     """The tag this checkout would build for a version ('' for one it no longer knows)."""
-    from core.errors import SpecError
     try:
         return kafka_image_tag(version)
     except SpecError:
@@ -329,7 +329,6 @@ def _current_kafka_tag(version: str) -> str:
 
 
 def _age_s(created: str) -> float | None:
-    from datetime import datetime
     try:
         when = datetime.fromisoformat(created[:26].rstrip("Z") + "+00:00")
     except ValueError:

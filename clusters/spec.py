@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, resolve_version
+from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, all_versions, resolve_version
 from core.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
@@ -269,7 +269,6 @@ class ClusterSpec:
 
 
 def _zk_versions() -> list[KafkaVersion]:
-    from clusters.versions import all_versions
     return [v for v in all_versions() if v.zookeeper]
 
 

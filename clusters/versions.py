@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from clusters.cache import cache_dir
 from core.errors import SpecError
 
 # What a line can do beyond the basics (KRaft, the metadata version raised by
@@ -118,7 +119,6 @@ def version_key(version: str) -> tuple[int, ...]:
 # ---- which patches exist ----------------------------------------------------------
 
 def _cache_file() -> Path:
-    from clusters.cache import cache_dir
     return cache_dir() / "maven-metadata-kafka_2.13.xml"
 
 

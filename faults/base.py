@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
 from core.history import EventLog, now_us
+from faults.words import describe
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +147,6 @@ class BaseFault:
         raise NotImplementedError
 
     def _event_detail(self) -> dict[str, Any]:
-        from faults.words import describe
         return {"fault_id": self.fault_id, **self.detail, "label": self.label or self.name,
                 "description": describe(self.name, [n.name for n in self.targets], self.detail)}
 

@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from clusters.versions import resolve_version
 from core.errors import SpecError
 from faults import network, toxics
 from faults.base import BaseFault, FaultContext
@@ -236,7 +237,6 @@ def _toxic_needs(p: ToxicParams) -> frozenset[str]:
 
 
 def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str) -> None:
-    from clusters.versions import resolve_version
     try:
         resolve_version(p.to_version)
     except SpecError as e:

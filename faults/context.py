@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import random
 
+from clusters.config import LOG_DIR
+from clusters.docker_env import docker_client
 from core.history import EventLog
 from faults.base import FaultContext
 from faults.toxiproxy_adapter import ToxiproxyAdapter
@@ -16,7 +18,6 @@ def network_gateway(network_name: str) -> str | None:
     client connections to containers on it (internal networks have no
     default route inside the containers, so ask Docker)."""
     try:
-        from clusters.docker_env import docker_client
         net = docker_client().networks.get(network_name)
         for cfg in net.attrs.get("IPAM", {}).get("Config") or []:
             if cfg.get("Gateway"):
@@ -43,7 +44,6 @@ def context_for(cluster, events: EventLog | None = None, seed: int = 0,
     if clients:
         kw["client_ips"] = tuple(clients)
     try:
-        from clusters.config import LOG_DIR
         kw["log_dir"] = LOG_DIR
     except ImportError:
         pass

@@ -16,6 +16,7 @@ import subprocess
 from pathlib import Path
 
 from clusters.api import DOWN_STATES
+from clusters.storage import run_mount_dir
 from faults.base import BaseFault, FaultContext, FaultError, container_status, sh, wait_until
 from faults.process import ensure_running, note_heal_starts, start_supervised
 from faults.selectors import Selector
@@ -135,7 +136,6 @@ def host_mount_of(ctx: FaultContext, node) -> str | None:
     """The host-side tmpfs behind a node's log dir, when the cluster mounts one
     (clusters/storage.py), else None."""
     try:
-        from clusters.storage import run_mount_dir
         path = run_mount_dir(ctx.cluster.run_id) / node.name
     except Exception:  # noqa: BLE001 - a cluster without host mounts
         return None

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from clusters.api import DOWN_STATES, Node
 from faults.base import BaseFault, FaultContext, FaultError, container_status, sh
-from faults.selectors import Selector, all_brokers, all_nodes, split
+from faults.selectors import Selector, all_brokers, all_nodes, leader_of, split
 
 CHAIN = "HARNESS"
 
@@ -170,7 +170,6 @@ def isolate_leader(topic: str, partition: int = 0, pool: Selector = all_nodes) -
     """The partition leader loses every other node (its followers, the
     controllers, ZooKeeper) while clients still reach it: acks=1 writes are
     acknowledged by a leader that is about to be replaced."""
-    from faults.selectors import leader_of
     return Shape("isolate-leader", lambda ctx: isolate_grudge(leader_of(topic, partition)(ctx),
                                                               pool(ctx)))
 

@@ -26,6 +26,7 @@ from clusters.upgrade_paths import (
     features_args,
     plan_upgrade,
 )
+from clusters.versions import resolve_version
 from core.errors import SpecError
 from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
 from faults.process import (
@@ -99,7 +100,6 @@ def features_describe_script(kafka_java: str, bootstrap: str) -> str:
 def _release_line(version: str) -> str:
     """'4' or '4.3.1' -> '4.3' (the alias is resolved through the cluster's version table)."""
     try:
-        from clusters.versions import resolve_version
         return resolve_version(version).line
     except Exception:  # noqa: BLE001 - an exact version not in the table
         return ".".join(version.split(".")[:2])
@@ -121,7 +121,6 @@ class RollingUpgrade(BaseFault):
         self.rollback = rollback
 
     def plan(self, cluster) -> UpgradePlan:
-        from clusters.versions import resolve_version
         try:
             return plan_upgrade(cluster.spec.kafka, resolve_version(self.to_version),
                                 cluster.spec.mode, [(n.name, n.role) for n in cluster.nodes()],

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SpecError
+from harness.runner import run_all
 from harness.scenario import Scenario, load_scenario
 
 RECOVERY_FACTOR = 2.0          # the issue's "recovery more than 2x apart"
@@ -110,7 +111,6 @@ def run_compare(planned: list[Planned], compare_dir: Path, progress: str,
                 spark_master: str | None) -> list[dict]:
     """Run every planned run in order, one Spark session for all their verifications.
     A Ctrl-C or SIGTERM stops the compare: the runs made so far are returned."""
-    from harness.runner import run_all
     rows: list[dict] = []
 
     def label(i: int, p: Planned) -> str:

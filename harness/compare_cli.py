@@ -2,6 +2,10 @@
 
 Every variant is validated (an unknown --vary key is named with the closest
 known field) before the machine is checked and before a compare dir exists.
+
+harness/cli.py builds every subcommand's parser at start, so this module imports
+only argparse at load time; the command's own imports (Spark, Docker, Kafka's
+client through the runner) are made when it runs.
 """
 from __future__ import annotations
 

@@ -14,15 +14,16 @@ import io
 import json
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as ds
+
 COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf")
 
 
 def per_second(run_dir: Path, t0_us: int | None = None) -> dict[str, list]:
     """Acked records per second and the p99 ack latency (ms) of the records acked in that
     second, keyed by seconds since t0 (default: the first send)."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.dataset as ds
     produced = Path(run_dir) / "history" / "produced"
     empty: dict[str, list] = {"second": [], "acked": [], "p99_ms": []}
     if not produced.is_dir() or not any(produced.glob("*.parquet")):
@@ -79,6 +80,7 @@ def plot(series: dict[str, list[dict]]) -> str | None:
     """variant -> [series of each repeat] into one PNG (two panels), as a data: URI."""
     if not any(s["second"] for runs in series.values() for s in runs):
         return None
+    # matplotlib: only when a plot is drawn
     import matplotlib
     matplotlib.use("Agg")           # no display on a CI runner or a server
     import matplotlib.pyplot as plt

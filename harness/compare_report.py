@@ -8,6 +8,7 @@ from html import escape
 from pathlib import Path
 
 from harness.compare import aggregate, differences, exit_code, fmt_spread
+from harness.compare_plot import plot, series_of
 from verifiers.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
@@ -37,7 +38,6 @@ def write_outputs(compare_dir: Path, meta: dict, rows: list[dict]) -> dict:
 
 
 def _plot(doc: dict) -> str | None:
-    from harness.compare_plot import plot, series_of
     series = {v["variant"]: [series_of(Path(r["run_dir"])) for r in v["runs"]] for v in doc["variants"]}
     return plot(series)
 

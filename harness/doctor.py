@@ -8,6 +8,13 @@ import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from clusters import images
+from clusters.docker_env import docker_client
+from clusters.versions import default_versions
+from core.errors import DockerUnavailable
+from spark_reports import class_cache
+from spark_reports.driver_jdk import driver_jdk
+
 SETUP = "run the README's set-up command (bash scripts/setup.sh)"
 
 
@@ -36,8 +43,6 @@ def check_tool(name: str, cmd: list[str], fix: str) -> Check:
 
 
 def check_docker() -> Check:
-    from clusters.docker_env import docker_client
-    from core.errors import DockerUnavailable
     try:
         v = docker_client().version()
         return Check("docker engine", True, f"engine {v.get('Version')} (API {v.get('ApiVersion')})")
@@ -47,8 +52,6 @@ def check_docker() -> Check:
 
 
 def check_images() -> list[Check]:
-    from clusters import images
-    from clusters.versions import default_versions
     checks = []
     wanted = [("base image", images.base_image_tag())]
     # other versions are built on first use
@@ -81,8 +84,6 @@ def check_spark_driver() -> Check:
     """The Spark driver's JDK (spark_reports/driver_jdk.py) and whether its class
     archive is written (an optimisation: verify works without it)."""
     try:
-        from spark_reports import class_cache
-        from spark_reports.driver_jdk import driver_jdk
         jdk = driver_jdk()
         kind = "AOT cache" if jdk.aot_cache else "class archive"
         if not class_cache.enabled():

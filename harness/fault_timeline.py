@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from faults.base import BaseFault, FaultContext
+from faults.catalog import KINDS, make_fault, preset
 from faults.schedule import HEAL, INJECT, build_schedule
 
 log = logging.getLogger(__name__)
@@ -54,7 +55,6 @@ class PlannedFault:
 
 
 def plan_faults(scenario, seed: int) -> list[PlannedFault]:
-    from faults.catalog import KINDS, make_fault
     plan = []
     for i, entry in enumerate(scenario.faults.timeline):
         kind = KINDS[entry.fault]
@@ -68,7 +68,6 @@ def plan_faults(scenario, seed: int) -> list[PlannedFault]:
 
 
 def _nemesis_plan(nemesis, seed: int) -> list[PlannedFault]:
-    from faults.catalog import KINDS, make_fault, preset
     schedule = build_schedule(seed, nemesis.schedule)
     injects = {s.slot: s for s in schedule.steps if s.action == INJECT}
     heals = {s.slot: s for s in schedule.steps if s.action == HEAL}

@@ -12,6 +12,12 @@ import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from rich.console import Console
+from rich.live import Live
+from rich.panel import Panel
+from rich.table import Table
+
+from faults.selectors import selector_refs
 from harness.history_tail import HistoryTail
 
 if TYPE_CHECKING:
@@ -50,7 +56,6 @@ def _value_counts(batch, column: str):
 
 def watched_partition(scenario) -> tuple[str, int]:
     """The partition the faults aim at (the first a fault names), for the leader column."""
-    from faults.selectors import selector_refs
     for entry in scenario.faults.timeline:
         refs = selector_refs(entry.target) if entry.target is not None else []
         if refs:
@@ -74,8 +79,6 @@ class Progress:
 
     def start(self) -> None:
         if not self.plain:
-            from rich.console import Console
-            from rich.live import Live
             self._live = Live(self._render(), console=Console(), refresh_per_second=2,
                               transient=True)
             self._live.start()
@@ -138,8 +141,6 @@ class Progress:
         return "[run] " + "; ".join(f"{k} {v}" for k, v in self.facts().items())
 
     def _render(self):
-        from rich.panel import Panel
-        from rich.table import Table
         table = Table.grid(padding=(0, 2))
         for key, value in self.facts().items():
             table.add_row(key, value)

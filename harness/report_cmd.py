@@ -9,6 +9,7 @@ import pyarrow.dataset as ds
 import yaml
 
 from core.errors import HarnessError
+from spark_reports.report_html import render_report
 
 SAMPLE_ROWS = 20
 
@@ -33,7 +34,6 @@ def _read(path: Path, parse):
 
 
 def rerender(run_dir: str) -> Path:
-    from spark_reports.report_html import render_report
     run = Path(run_dir)
     report = run / "report"
     summary = _read(report / "summary.json", json.loads)

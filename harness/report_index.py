@@ -78,6 +78,7 @@ def _when(run: dict) -> datetime:
 
 
 def _svg(root: Path, runs: list[dict]) -> str:
+    # matplotlib: only when a page is drawn
     import matplotlib
     matplotlib.use("Agg")            # no display on a CI runner
     import matplotlib.pyplot as plt

@@ -9,14 +9,22 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import time
 from pathlib import Path
 
+import yaml
+
+from clusters.docker_env import docker_client
+from clusters.labels import new_run_id
 from core.errors import HarnessError
+from harness.runner import RunOptions, run_scenario
+from harness.scenario import BUILTIN_DIR, builtin_names, load_scenario
+from harness.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
+from harness.suite_report import write_outputs
 
 
 def preflight() -> None:
     """What a run needs from the machine, checked before a run dir exists."""
-    from clusters.docker_env import docker_client
     if os.geteuid() != 0:
         raise HarnessError("harness run needs root: log dirs are tmpfs mounts "
                            "(fix: run it as root, as the README's set-up does)")
@@ -24,14 +32,12 @@ def preflight() -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    from harness.scenario import load_scenario
     return run_loaded(load_scenario(args.scenario, tuple(args.overrides), args.seed), args)
 
 
 def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
     """Run a validated scenario with `harness run`'s options (dry run, runs dir, progress);
     `epilogue(result)` prints a command's own lines before the verdict."""
-    from harness.runner import RunOptions, run_scenario
     if args.dry_run:
         sys.stdout.write(scenario.to_yaml())
         return 0
@@ -54,9 +60,7 @@ def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
 
 
 def list_command() -> int:
-    import yaml
 
-    from harness.scenario import BUILTIN_DIR, builtin_names
     width = max((len(n) for n in builtin_names()), default=0)
     for name in builtin_names():
         doc = yaml.safe_load((BUILTIN_DIR / f"{name}.yaml").read_text()) or {}
@@ -65,11 +69,7 @@ def list_command() -> int:
 
 
 def suite_command(args: argparse.Namespace) -> int:
-    import time
 
-    from clusters.labels import new_run_id
-    from harness.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
-    from harness.suite_report import write_outputs
     suite = load_suite(args.suite)
     modes = args.modes.split(",") if args.modes else suite.modes
     versions = args.versions.split(",") if args.versions else suite.versions

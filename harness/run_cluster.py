@@ -8,18 +8,19 @@ start still removes what was created), `observe` pushes the observer's stop. The
 """
 from __future__ import annotations
 
+from clusters.docker_cluster import DockerCluster
+from clusters.images import ensure_images
+from clusters.observer import MetadataObserver
 from harness.run import Run
 
 
 def images(run: Run, detail: dict) -> None:
-    from clusters.images import ensure_images
     s = run.scenario
     run.say("images: checking (a first build takes a few minutes)")
     detail["images"] = ensure_images(list(s.image_versions), toxiproxy=s.cluster.uses_toxiproxy)
 
 
 def cluster_up(run: Run, detail: dict) -> None:
-    from clusters.docker_cluster import DockerCluster
     ctx = run.ctx
     cluster = DockerCluster(run.scenario.cluster, run_id=ctx.run_id)
     ctx.finalizers.push("cluster-stop", cluster.stop)
@@ -30,7 +31,6 @@ def cluster_up(run: Run, detail: dict) -> None:
 
 
 def observe(run: Run, detail: dict) -> None:
-    from clusters.observer import MetadataObserver
     observer = MetadataObserver(run.ctx.cluster, run.ctx.events,
                                 topics=[t.name for t in run.scenario.topics])
     run.observer = run.ctx.finalizers.enter("observer-stop", observer)

@@ -6,8 +6,10 @@ from __future__ import annotations
 import json
 import os
 import platform
+from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
+from clusters.docker_env import docker_client
 from core.errors import HarnessError
 from core.history import now_us
 from harness.phases import write_json
@@ -16,7 +18,6 @@ from harness.run import Run, RunResult
 
 def validate(run: Run, detail: dict) -> None:
     """The Docker engine answers and we are root; scenario.yaml and manifest.json written."""
-    from clusters.docker_env import docker_client
     if os.geteuid() != 0:
         raise HarnessError("harness run needs root: log dirs are tmpfs mounts (fix: run as root)")
     engine = docker_client().version()
@@ -27,7 +28,6 @@ def validate(run: Run, detail: dict) -> None:
 
 
 def write_manifest(run: Run, engine: dict | None = None, **end: Any) -> None:
-    from importlib.metadata import PackageNotFoundError, version
     path = run.ctx.run_dir / "manifest.json"
     doc = json.loads(path.read_text()) if path.exists() else {}
     if not doc:

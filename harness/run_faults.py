@@ -11,6 +11,10 @@ from __future__ import annotations
 import time
 
 from core.context import RunContext
+from faults.base import wait_full_isr
+from faults.context import context_for
+from faults.healall import heal_all, leftovers
+from harness.fault_timeline import FaultTimeline, plan_faults
 from harness.phases import FAILED, write_json
 from harness.run import Run
 
@@ -21,14 +25,12 @@ class FaultRun:
     found."""
 
     def __init__(self, ctx: RunContext):
-        from faults.context import context_for
         self.context = context_for(ctx.cluster, ctx.events, rng=ctx.rng("faults"))
         self.timeline = None
         self.report = None
 
     def play(self, scenario) -> list:
         """Every planned fault on its own timer; returns the plan as it went."""
-        from harness.fault_timeline import FaultTimeline, plan_faults
         plan = plan_faults(scenario, scenario.seed)
         self.timeline = FaultTimeline(self.context, plan).start()
         last = max((p.at_s + (p.hold_s or 0) for p in plan), default=0.0)
@@ -43,7 +45,6 @@ class FaultRun:
 
     def heal_all(self, reason: str) -> None:
         """Stop the timers that have not fired, then heal and sweep everything."""
-        from faults.healall import heal_all
         if self.timeline is not None:
             self.timeline.finish(join_s=30.0)
         self.report = heal_all(self.context, reason)
@@ -67,7 +68,6 @@ def play(run: Run, detail: dict) -> None:
 
 
 def heal(run: Run, detail: dict) -> None:
-    from faults.healall import leftovers
     run.ctx.finalizers.run("heal-all")
     report = run.faults.report
     if report is not None:
@@ -78,7 +78,6 @@ def heal(run: Run, detail: dict) -> None:
 
 
 def recovery_wait(run: Run, detail: dict) -> None:
-    from faults.base import wait_full_isr
     started = time.monotonic()
     try:
         wait_full_isr(run.ctx.cluster, run.scenario.faults.recovery_timeout_s)

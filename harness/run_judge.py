@@ -18,8 +18,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import HarnessError, SpecError
+from harness.end_table import print_end_table
+from harness.orphans import child_jvms
 from harness.run import Run
 from harness.run_dir import write_manifest
+from harness.scenario import load_stored
+from verifiers.verify import verify_run
 
 
 @contextmanager
@@ -44,7 +48,6 @@ def stop_spark() -> None:
     """Ctrl-C does not reach Spark's driver JVM (PySpark starts it ignoring SIGINT), and
     a JVM whose start-up was interrupted is not even known to PySpark yet: end every
     JVM this process started, so none outlives the run."""
-    from harness.orphans import child_jvms
     for pid in child_jvms(os.getpid()):
         try:
             os.kill(pid, signal.SIGKILL)
@@ -55,7 +58,6 @@ def stop_spark() -> None:
 # -- the phases ------------------------------------------------------------------------
 
 def verify(run: Run, detail: dict) -> None:
-    from verifiers.verify import verify_run
     s, ctx = run.scenario, run.ctx
     run.say("verify: reconciling the history with Spark")
     write_manifest(run, end_us=int(time.time() * 1e6))
@@ -77,7 +79,6 @@ def verdict(run: Run, detail: dict) -> None:
 
 
 def report(run: Run, detail: dict) -> None:
-    from harness.end_table import print_end_table
     print_end_table(run)
 
 
@@ -87,8 +88,6 @@ def verify_stored_run(run_dir: str, spark_master: str | None = None, expect=None
                       spark=None, write_html: bool = True):
     """verifiers.verify.verify_run with the run's stored scenario.yaml read into the
     scenario model (its facts and threshold), or without a model and why."""
-    from harness.scenario import load_stored
-    from verifiers.verify import verify_run
     model, problem = load_stored(Path(run_dir) / "scenario.yaml")
     return verify_run(run_dir, spark_master, expect, spark=spark, write_html=write_html,
                       scenario=model, scenario_problem=problem)

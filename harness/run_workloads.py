@@ -13,11 +13,18 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+import pyarrow.compute as pc
+
 from core.context import RunContext
 from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
+from harness.history_tail import HistoryTail
 from harness.phases import FAILED
 from harness.run import Run
+from workloads.consumer import ConsumerGroup
+from workloads.drain import drain as drain_all
+from workloads.java_clients import run_java_consumer, run_java_producer
+from workloads.producer_churn import start_producer
 
 if TYPE_CHECKING:
     from harness.scenario import Workload
@@ -39,8 +46,6 @@ class Workloads:
 
     # -- made --------------------------------------------------------------------
     def __enter__(self) -> "Workloads":
-        from workloads.consumer import ConsumerGroup
-        from workloads.producer_churn import start_producer
         ctx, w = self.ctx, self.spec
         ctx.events.emit("phase", "load-start")
         self.started_at = time.monotonic()
@@ -66,7 +71,6 @@ class Workloads:
         self.java.append(t)
 
     def _java_producer(self, spec) -> None:
-        from workloads.java_clients import run_java_producer
         run_java_producer(self.ctx, topic=spec.topic, max_messages=spec.max_messages,
                           prefix=spec.prefix, acks=spec.acks, throughput=spec.throughput,
                           config=spec.config, should_stop=self.java_stop.is_set,
@@ -74,7 +78,6 @@ class Workloads:
                           clients_version=self.spec.clients_version)
 
     def _java_consumer(self, spec) -> None:
-        from workloads.java_clients import run_java_consumer
         run_java_consumer(self.ctx, topic=spec.topic, group_id=spec.group_id, name=spec.name,
                           isolation=spec.isolation, auto_commit=spec.auto_commit,
                           config=spec.config, should_stop=self.java_stop.is_set,
@@ -115,7 +118,6 @@ class Workloads:
         self.stopped = True
 
     def _catch_up(self) -> None:
-        from harness.history_tail import HistoryTail
         tail = HistoryTail(self.ctx.run_dir, "consumed", ["offset"])
         tail.poll()
         deadline = time.monotonic() + CATCH_UP_MAX_S
@@ -141,9 +143,6 @@ def start(run: Run, detail: dict) -> None:
 def warm_up(run: Run, detail: dict) -> None:
     """Until every partition written to has its first ack: faults before then would
     hit a workload that has not started, and tell nothing."""
-    import pyarrow.compute as pc
-
-    from harness.history_tail import HistoryTail
     s = run.scenario
     want = set(s.written_partitions)
     tail = HistoryTail(run.ctx.run_dir, "produced", ["topic", "partition", "status"])
@@ -169,7 +168,6 @@ def stop(run: Run, detail: dict) -> None:
 
 
 def drain(run: Run, detail: dict) -> None:
-    from workloads.drain import drain as drain_all
     result = drain_all(run.scenario.drain, run.ctx)
     detail.update(records=result.records, partitions=result.partitions,
                   complete=result.complete, seconds=result.seconds)

@@ -45,12 +45,15 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from clusters.labels import new_run_id
 from core.context import RunContext, RunOptions
 from core.errors import HarnessError
 from core.history import EventLog
 from harness import run_cluster, run_dir, run_faults, run_judge, run_workloads
 from harness.phases import INTERRUPTED, PhaseLog
+from harness.progress import make_progress
 from harness.run import Run, RunResult
+from spark_reports.session import session_scope
 
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -89,8 +92,6 @@ __all__ = ["RunOptions", "RunResult", "run_scenario", "run_all", "LIVE_PHASES", 
 def run_scenario(scenario: "Scenario", options: RunOptions | None = None) -> RunResult:
     """Run every phase; return the result. Raises nothing but HarnessErrors from before
     the run dir exists (bad input: exit 2, nothing started)."""
-    from clusters.labels import new_run_id
-    from harness.progress import make_progress
     options = options or RunOptions()
     run_id = options.run_id or new_run_id()
     path = Path(options.runs_dir) / run_id
@@ -215,7 +216,6 @@ def run_all(items: Iterable, scenario_of: Callable, runs_dir: Path, progress: st
     """Run each item's scenario (scenario_of(i, item); None: skip it) in order, verified
     in one Spark session; on_result(i, item, result) after each. A Ctrl-C or SIGTERM, in
     a run or between two, stops them all: returns True when interrupted."""
-    from spark_reports.session import session_scope
     with _signals_interrupt(), ExitStack() as stack:
         try:
             with run_judge.stderr_to(Path(runs_dir) / "spark.log"):

@@ -24,6 +24,8 @@ file, line and field (`scenarios/x.yaml:14 faults.timeline[2].target: …`).
 """
 from __future__ import annotations
 
+import difflib
+from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +48,7 @@ from harness.scenario_model import (  # noqa: F401 - the model, where its users 
     Workload,
 )
 from harness.yamlsource import Source, apply_set, load_yaml
+from verifiers.facts import model_facts
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
 
 BUILTIN_DIR = Path(__file__).with_name("scenarios")
@@ -59,7 +62,6 @@ def parse_scenario(data: Any, source: Source) -> Scenario:
                         "start the file with keys such as cluster:, topics:, workload:")
     unknown = [k for k in data if k not in TOP_LEVEL]
     if unknown:
-        import difflib
         close = difflib.get_close_matches(str(unknown[0]), TOP_LEVEL, n=1)
         hint = f"did you mean '{close[0]}'? " if close else ""
         raise SpecError(source.where((unknown[0],)), "unknown section",
@@ -69,7 +71,6 @@ def parse_scenario(data: Any, source: Source) -> Scenario:
 
 def known_fields() -> dict:
     """The tree of field names `--set` may use (None: free-form below)."""
-    from dataclasses import fields as dc_fields
 
     def of_model(model: type[BaseModel]) -> dict:
         return {name: None for name in model.model_fields}
@@ -138,7 +139,6 @@ def _stored_model(doc: Any, source: Source) -> tuple[Scenario | None, str | None
 
 def derive_facts(doc: Any) -> tuple[dict[str, bool | None], dict[str, str]]:
     """Facts of a stored scenario.yaml document and, per fact, where each came from."""
-    from verifiers.facts import model_facts
     return model_facts(*_stored_model(doc, Source("scenario.yaml")))
 
 
@@ -155,7 +155,6 @@ def resolve_path(path_or_name: str | None) -> Path:
     builtin = BUILTIN_DIR / f"{path_or_name}.yaml"
     if builtin.is_file():
         return builtin
-    import difflib
     close = difflib.get_close_matches(path_or_name, builtin_names(), n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     raise SpecError(path_or_name, "no such scenario file or built-in scenario",

@@ -6,15 +6,21 @@ the drain's topics) and checks what spans sections. See harness/scenario.py.
 """
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
 
+from clusters.migration import kraft_spec_of
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
+from clusters.upgrade_paths import UpgradeRefused, check_pair
+from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
+from faults.catalog import KINDS, PRESETS, fault_needs, needs_of_preset, validate_fault
 from faults.schedule import ScheduleSpec
+from faults.selectors import selector_refs
 from harness.scenario_model import (
     AppliesTo,
     Faults,
@@ -243,7 +249,6 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
 
 def _clients_version(b: Builder) -> str | None:
     """workload.clients_version, resolved to an exact version (exit 2 when unknown)."""
-    from clusters.versions import resolve_version
     raw = b.get(("workload", "clients_version"), None, (str, int, float))
     if raw is None:
         return None
@@ -254,7 +259,6 @@ def _clients_version(b: Builder) -> str | None:
 
 
 def _check_group_protocol(b: Builder, cluster: ClusterSpec, consumers: list[ConsumerGroupSpec]) -> None:
-    from clusters.versions import CONSUMER_PROTOCOL
     for i, c in enumerate(consumers):
         if c.group_protocol == "consumer" and not cluster.kafka.has(CONSUMER_PROTOCOL):
             b.fail(("workload", "consumers", i, "group_protocol"),
@@ -313,14 +317,11 @@ def _check_refs(b: Builder, path: tuple, refs, topics) -> None:
 
 
 def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: float):
-    from faults.catalog import KINDS, fault_needs, validate_fault
-    from faults.selectors import selector_refs
     path = ("faults", "timeline", i)
     if not isinstance(raw, dict):
         b.fail(path, "must be a mapping", "write - {at: 10, fault: kill, target: random_broker, hold: 10}")
     entry = b.at(path, lambda: TimelineFault(**raw))
     if entry.fault not in KINDS:
-        import difflib
         close = difflib.get_close_matches(entry.fault, list(KINDS), n=1)
         b.fail((*path, "fault"), f"unknown fault {entry.fault!r}",
                f"{'did you mean ' + repr(close[0]) + '? ' if close else ''}"
@@ -342,8 +343,6 @@ def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: f
 
 def _check_upgrade_pair(b: Builder, path: tuple, params: dict, cluster: ClusterSpec) -> None:
     """A pair Kafka's upgrade notes do not support is refused here, before anything starts."""
-    from clusters.upgrade_paths import UpgradeRefused, check_pair
-    from clusters.versions import resolve_version
     try:
         check_pair(cluster.kafka, resolve_version(str(params.get("to_version", ""))),
                    cluster.mode, bool(params.get("rollback")))
@@ -353,7 +352,6 @@ def _check_upgrade_pair(b: Builder, path: tuple, params: dict, cluster: ClusterS
 
 
 def _nemesis(b: Builder, cluster, topics, duration_s: float) -> Nemesis | None:
-    from faults.catalog import PRESETS, needs_of_preset
     raw = b.get(("faults", "nemesis"), None)
     if raw is None:
         return None
@@ -395,7 +393,6 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
 
 def _migration(cluster: ClusterSpec, raws: list) -> tuple[float, ClusterSpec] | None:
     """A timeline's ZooKeeper → KRaft migration: when it starts, and the cluster it leaves."""
-    from clusters.migration import kraft_spec_of
     for raw in raws:
         if cluster.mode == ZOOKEEPER and isinstance(raw, dict) and raw.get("fault") == "zk-migration" \
                 and isinstance(raw.get("at"), (int, float)):

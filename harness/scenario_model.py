@@ -8,6 +8,7 @@ builds it section by section.
 """
 from __future__ import annotations
 
+from dataclasses import asdict
 from functools import cached_property
 from typing import Any, Literal
 
@@ -193,5 +194,4 @@ class Scenario(_Model):
 
 
 def _schedule_fields(spec: ScheduleSpec) -> dict[str, Any]:
-    from dataclasses import asdict
     return {k: v for k, v in asdict(spec).items() if k != "kinds"}

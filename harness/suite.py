@@ -26,7 +26,9 @@ from typing import Any
 
 import yaml
 
+from clusters.versions import resolve_version
 from core.errors import SpecError
+from harness.runner import run_all
 from harness.scenario import Scenario, load_scenario
 
 SUITES_DIR = Path(__file__).with_name("suites")
@@ -160,7 +162,6 @@ def _applies(s: Scenario, mode: str | None, version: str | None) -> bool:
 def version_matches(version: str, wanted: str) -> bool:
     """applies_to.versions: a major ('4': any 4.x), a line ('3.9': any 3.9.x), an exact
     version, or '>=4.1'."""
-    from clusters.versions import resolve_version
     try:
         have = resolve_version(version)
         if wanted.startswith(">="):
@@ -179,7 +180,6 @@ def estimate_s(s: Scenario) -> float:
 
 def run_suite(suite: SuiteSpec, runs: list[tuple[Variant, Scenario]], suite_dir: Path,
               budget_s: float | None, progress: str, spark_master: str | None) -> list[dict]:
-    from harness.runner import run_all
     rows: list[dict] = []
     started = time.monotonic()
 

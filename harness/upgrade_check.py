@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING
 
 from core.errors import SpecError
 
-if TYPE_CHECKING:        # the parser is built on every command: the model loads lazily
+# harness/cli.py builds every subcommand's parser at start: this module imports only
+# argparse at load time, and the scenario model, Docker and Spark when the command runs.
+if TYPE_CHECKING:
     from harness.scenario import Scenario
 
 DEFAULT_SCENARIO = "claim-rolling-upgrade"

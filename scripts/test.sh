@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs ruff, then every test: unit tests in parallel (pytest-xdist), then the real-cluster
+# Runs ruff and the import contracts, then every test: unit tests in parallel (pytest-xdist), then the real-cluster
 # tests one at a time (they start Kafka containers; 2 cores fit one cluster).
 # Extra arguments go to both pytest runs (e.g. -k leader).
 set -uo pipefail
@@ -12,6 +12,8 @@ if ! .venv/bin/harness doctor >/dev/null; then
 fi
 
 .venv/bin/ruff check . || { echo "test: ruff found problems (.venv/bin/ruff check --fix .)" >&2; exit 1; }
+# The layers of the house (.importlinter): a package imports only those below it, no cycle.
+.venv/bin/lint-imports --no-cache || { echo "test: an import breaks the layers (.importlinter)" >&2; exit 1; }
 .venv/bin/pytest -q -n 2 -m "not cluster" tests/unit --junitxml=build/unit.xml "$@"
 unit=$?
 .venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 \

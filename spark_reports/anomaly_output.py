@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_reports.kinds import KINDS, by_name
 from spark_reports.storage import RunLocation
@@ -138,8 +139,6 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
 
 def _no_rows(df: DataFrame) -> pa.Table:
     """df's columns and no rows, typed as toArrow() types them, without running it."""
-    from pyspark.sql.pandas.types import to_arrow_schema
-
     large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
     return to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
                            timezone="UTC", prefers_large_types=large).empty_table()

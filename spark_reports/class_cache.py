@@ -31,6 +31,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from clusters.cache import cache_dir
 from spark_reports.driver_jdk import driver_jdk
 
 # The archive is an optimisation: a JVM that cannot map it says so on stdout, which
@@ -40,6 +41,7 @@ QUIET_AOT = "-Xlog:aot=off -Xlog:cds=off"
 
 
 def _spark_home() -> str:
+    # pyspark: `harness doctor` reads the archive's path without Spark otherwise loaded
     import pyspark
     return os.path.realpath(os.path.dirname(pyspark.__file__))
 
@@ -57,6 +59,7 @@ def _java() -> str:
 
 @functools.lru_cache(maxsize=1)     # `java -version` is a process: once per process
 def _identity() -> dict:
+    # pyspark: as above
     import pyspark
     return {"spark_home": _spark_home(), "pyspark": pyspark.__version__, "java": _java()}
 
@@ -65,7 +68,6 @@ def archive_path() -> Path:
     """Where this Spark and this JDK's archive lives (whether or not it exists)."""
     ident = _identity()
     key = hashlib.sha256("\n".join(ident.values()).encode()).hexdigest()[:16]
-    from clusters.cache import cache_dir
     suffix = ".aot" if driver_jdk().aot_cache else ".jsa"
     return cache_dir() / f"spark-driver-{ident['pyspark']}-{key}{suffix}"
 

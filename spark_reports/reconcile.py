@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Window
+from pyspark.sql import DataFrame, Observation, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -76,8 +76,6 @@ class Scratch:
                     ) -> tuple[DataFrame, dict]:
         """Write df, read it back; `observe` (name -> aggregate Column over df's
         columns) is computed during the write itself."""
-        from pyspark.sql import Observation
-
         path = self.loc.spark_path("report", "_views", name)
         obs = None
         if observe:

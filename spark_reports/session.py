@@ -11,6 +11,8 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from spark_reports import class_cache, driver_jdk
+
 DEFAULT_DRIVER_MEMORY = os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g")
 DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITIONS", "16"))
 # A JVM started to verify one history of at most this many rows (produced + consumed:
@@ -33,9 +35,9 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     spark_reports.class_cache's archive when there is one; with dump_classes_to it
     writes such an archive there on exit. history_rows: the session verifies one
     history of that many rows and stops (QUICK_JIT_MAX_ROWS)."""
+    # pyspark's session: only when a session is made (the JVM is what costs)
     from pyspark.sql import SparkSession
 
-    from spark_reports import class_cache, driver_jdk
 
     active = SparkSession.getActiveSession()
     if active is not None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import types as T
 
 from core.history import SCHEMAS
 from spark_reports.storage import RunLocation
@@ -11,8 +12,6 @@ from spark_reports.validate import HistoryFiles
 
 
 def spark_schema(table: str):
-    from pyspark.sql import types as T
-
     mapping = {pa.string(): T.StringType(), pa.int64(): T.LongType(),
                pa.int32(): T.IntegerType(), pa.bool_(): T.BooleanType()}
     return T.StructType([T.StructField(f.name, mapping[f.type], True) for f in SCHEMAS[table]])

@@ -4,18 +4,21 @@ of most kinds, so that the training run loads the classes a real verify loads.
 scripts/setup.sh runs it once; the file is cached afterwards."""
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 import tempfile
 from pathlib import Path
 
+from core.history import HistoryWriter, record_id
 from spark_reports import class_cache
+from spark_reports.session import spark_session
+from verifiers.verify import verify_run
 
 
 def _training_history(run_dir: str) -> None:
     """A few hundred records with an anomaly of most kinds, a fault and a leader
     change, so that the training run loads the classes a real verify loads."""
-    from core.history import HistoryWriter, record_id
 
     t0 = 1_700_000_000_000_000
     w = {t: HistoryWriter(run_dir, t, "training", flush_rows=1 << 30, flush_seconds=1e9)
@@ -53,10 +56,9 @@ def _training_history(run_dir: str) -> None:
 def _dump(tmp: Path) -> None:
     """Verify a small history in a JVM that writes its classes to tmp when it exits,
     and wait for that exit (the archive is complete only then)."""
+    # pyspark's gateway: after the session started, to wait for its JVM
     from pyspark import SparkContext
 
-    from spark_reports.session import spark_session
-    from verifiers.verify import verify_run
 
     with tempfile.TemporaryDirectory(prefix="harness-cds-") as run_dir:
         _training_history(run_dir)
@@ -72,7 +74,6 @@ def _dump(tmp: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    import argparse
     ap = argparse.ArgumentParser(prog="python -m verifiers.class_archive",
                                  description="write the Spark driver's class archive")
     ap.add_argument("--force", action="store_true", help="rewrite it even if it exists")

@@ -39,6 +39,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import threading
 import time
 import traceback
 from dataclasses import dataclass, field
@@ -49,10 +50,23 @@ from typing import Any
 import yaml
 
 from core.errors import HarnessError
+from spark_reports import metrics as M
+from spark_reports.anomalies import Inputs
+from spark_reports.anomaly_output import write_anomalies
+from spark_reports.isr import isr_by_fault
+from spark_reports.kinds import anomaly_frames
+from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
+from spark_reports.problems import find_problems, workload_deaths
+from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
+from spark_reports.report_html import render_report
+from spark_reports.session import session_scope
 from spark_reports.storage import RunLocation
+from spark_reports.tables import read_on_driver, read_tables
+from spark_reports.timeline import parse_events
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
 from verifiers.facts import durable, model_facts
+from verifiers.junit import verdict_junit
 from verifiers.verdict import Verdict, judge, unknown
 
 
@@ -170,7 +184,6 @@ def verify_run(run_dir: str, spark_master: str | None = None,
         t_scan = time.monotonic()
         scanned = check_values(loc, history)
         summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
-        from spark_reports.session import session_scope
         rows = scanned.counts["sent"] + scanned.counts["consumed"]
         with session_scope(spark_master, spark, history_rows=rows) as session:
             if spark is None:
@@ -198,7 +211,6 @@ def _shuffle_partitions(loc: RunLocation, history) -> int:
 def threshold_of(scenario: Any) -> float:
     """The run's own `report.unavailability_threshold_s` (the model's default when the
     scenario does not set it); the default without a model."""
-    from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
     if scenario is not None:
         return float(scenario.report.unavailability_threshold_s)
     return DEFAULT_UNAVAILABILITY_THRESHOLD_S
@@ -228,12 +240,6 @@ class _Steps:
 def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
     """The views, then the metrics (in a thread of their own) beside the anomaly
     kinds; then the verdict."""
-    from spark_reports.anomalies import Inputs
-    from spark_reports.anomaly_output import write_anomalies
-    from spark_reports.kinds import anomaly_frames
-    from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
-    from spark_reports.tables import read_on_driver, read_tables
-    from spark_reports.timeline import parse_events
 
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
@@ -301,7 +307,6 @@ def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> N
 
 def _summarize_problems(summary: dict, tl, loc) -> None:
     """Workloads that died (counted: a default expectation) and what else went wrong."""
-    from spark_reports.problems import find_problems, workload_deaths
     deaths = workload_deaths(tl)
     summary["counts"]["workload_deaths"] = len(deaths)
     summary["workload_deaths"] = deaths
@@ -378,8 +383,6 @@ def _owner_id(tl, ts_us: int) -> str | None:
 def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
     """Every metric (spark_reports/metrics.py) from the views, with the seconds each
     step took."""
-    from spark_reports import metrics as M
-    from spark_reports.isr import isr_by_fault
 
     steps: dict = {}
     step = _Steps(steps)
@@ -411,7 +414,6 @@ class _Background:
     marks that thread's jobs only."""
 
     def __init__(self, spark, tag: str, fn):
-        import threading
 
         self.spark, self.tag, self.done = spark, tag, threading.Event()
         self.value: Any = None
@@ -443,7 +445,6 @@ class _Background:
 
 def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunConfig,
                    samples: dict, write_html: bool) -> None:
-    from verifiers.junit import verdict_junit
 
     loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
                    "report", "summary.json")
@@ -451,7 +452,6 @@ def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunCo
                              summary["verify_seconds"]), "report", "junit.xml")
     if not write_html:
         return
-    from spark_reports.report_html import render_report
     try:
         page = render_report(summary, cfg.scenario, cfg.manifest, samples)
     except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug

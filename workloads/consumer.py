@@ -22,6 +22,8 @@ import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
+
 from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import record_id_of
@@ -66,8 +68,6 @@ class _Member:
 
     def __init__(self, spec: ConsumerGroupSpec, member: str, incarnation: int, bootstrap: str,
                  run_dir: str, run_id: str):
-        from confluent_kafka import Consumer
-
         self.spec, self.member, self.incarnation = spec, member, incarnation
         wn = f"{member}-{incarnation}-{uuid.uuid4().hex[:6]}"
         self.consumed = HistoryWriter(run_dir, "consumed", run_id, writer_name=wn,
@@ -122,7 +122,6 @@ class _Member:
 
     # -- commits --
     def _on_commit(self, err, parts) -> None:
-        from confluent_kafka import KafkaError
         if err is not None and err.code() == KafkaError._NO_OFFSET:
             return                      # nothing to commit: no attempt was made
         self._record_commits(parts, err)
@@ -144,7 +143,6 @@ class _Member:
         only the partitions read since the last, so one dropped after a failure (a
         cooperative rebalance's ILLEGAL_GENERATION) was never committed, and the
         partition's next owner read it all again (claim 12, benchmarks/RESULTS.md)."""
-        from confluent_kafka import KafkaException, TopicPartition
         todo = {k: v for k, v in self.processed.items() if only is None or k in only}
         if not todo:
             return

@@ -30,6 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusters.docker_env import docker_client
+from clusters.images import ensure_images
+from clusters.labels import run_labels
 from core.errors import HarnessError
 from core.history import EventLog, HistoryWriter, now_us
 from workloads import classify
@@ -202,8 +205,6 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
               conf_flag: str, out_dir: Path, feed: Callable[[str], None], timeout_s: float,
               should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
     """Run one tool to completion, feeding each stdout line; the container is always removed."""
-    from clusters.docker_env import docker_client
-    from clusters.labels import run_labels
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "client.properties").write_text(_properties(conf))
@@ -264,7 +265,6 @@ def java_run_of(run: "RunContext", version: str | None = None) -> JavaRun:
     first use)."""
     image = run.cluster.image
     if version:
-        from clusters.images import ensure_images
         image = ensure_images([version])[f"kafka-{version}"]
     return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id)
 

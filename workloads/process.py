@@ -14,6 +14,7 @@ import multiprocessing as mp
 import os
 import signal
 import threading
+import traceback
 from collections.abc import Callable
 from typing import Any
 
@@ -111,7 +112,6 @@ class WorkerProcess:
 def died_detail(e: BaseException) -> dict[str, Any]:
     """What a dying worker says of itself: the error, and whether the client called it
     fatal (a KafkaError's own flag)."""
-    import traceback
     err = e.args[0] if e.args else None
     fatal = err.fatal() if hasattr(err, "fatal") else None
     return {"error": f"{type(e).__name__}: {e}"[:500], "fatal": fatal,

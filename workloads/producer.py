@@ -34,12 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow.parquet as pq
+from confluent_kafka import Producer
 
 from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
 from workloads import classify
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import ValueMaker, key_for, seq_of_value
 from workloads.spec import ProducerSpec
+from workloads.transactional import run_transactions
 
 if TYPE_CHECKING:
     from core.context import RunContext
@@ -278,8 +280,6 @@ def finish_producer(producer, recorder: DeliveryRecorder, writer: HistoryWriter,
 def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, run_dir: str,
                  run_id: str, writer_name: str, intent_path: str) -> None:
     """Entry point of a producer process."""
-    from confluent_kafka import Producer
-
     spec = ProducerSpec.model_validate_json(spec_json)
     events = EventLog(run_dir, run_id, writer_name=f"{writer_name}-events")
     writer = HistoryWriter(run_dir, "produced", run_id, writer_name=writer_name,
@@ -297,7 +297,6 @@ def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, ru
     conf["stats_cb"] = leaders.on_stats
     try:
         if spec.transactions is not None:
-            from workloads.transactional import run_transactions
             run_transactions(stop_event, parent_pid, spec, conf, intent, recorder, writer,
                              events, run_id)
         else:
