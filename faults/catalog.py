@@ -361,8 +361,31 @@ def parse_params(kind: str, params: dict | None, where: str) -> BaseModel:
         raise _params_error(fk, e, where) from None
 
 
-def _resolve(kind: str, target_spec: Any, params: dict | None,
-             where: str) -> tuple[FaultKind, Selector | None, BaseModel]:
+@dataclass(frozen=True)
+class ResolvedFault:
+    """A fault of a scenario as parsed once: its kind, its target's selector and its
+    typed params; `build()` makes a fresh fault of it (one per injection)."""
+    kind: FaultKind
+    selector: Selector | None
+    params: BaseModel
+
+    def build(self) -> BaseFault:
+        return self.kind.build(self.selector, self.params)
+
+    @property
+    def needs(self) -> frozenset[str]:
+        """What it needs from the cluster (subset of NEEDS)."""
+        return _needs(self.kind, self.params)
+
+
+def _needs(fk: FaultKind, params: BaseModel) -> frozenset[str]:
+    return fk.needs | (fk.needs_for(params) if fk.needs_for else frozenset())
+
+
+def resolve_fault(kind: str, target_spec: Any, params: dict | None,
+                  where: str) -> ResolvedFault:
+    """`kind` aimed at `target_spec` with `params`, checked and parsed; SpecError naming
+    the field if bad."""
     fk = kind_of(kind, where)
     model = parse_params(kind, params, where)
     if fk.target == NONE and target_spec is not None:
@@ -374,25 +397,22 @@ def _resolve(kind: str, target_spec: Any, params: dict | None,
     selector = parse_selector(spec, f"{where}.target") if spec is not None else None
     if fk.check is not None:
         fk.check(target_spec, model, where)
-    return fk, selector, model
+    return ResolvedFault(fk, selector, model)
 
 
 def make_fault(kind: str, target_spec: Any, params: dict | None, where: str) -> BaseFault:
     """A fresh fault of `kind` aimed at `target_spec`; SpecError naming the field if bad."""
-    fk, selector, model = _resolve(kind, target_spec, params, where)
-    return fk.build(selector, model)
+    return resolve_fault(kind, target_spec, params, where).build()
 
 
 def validate_fault(kind: str, target_spec: Any, params: dict | None, where: str) -> None:
     """The checks of make_fault, with no fault built."""
-    _resolve(kind, target_spec, params, where)
+    resolve_fault(kind, target_spec, params, where)
 
 
 def fault_needs(kind: str, params: dict | None = None, where: str = "fault") -> frozenset[str]:
     """What a fault of `kind` with these params needs from the cluster (subset of NEEDS)."""
-    fk = kind_of(kind, where)
-    extra = fk.needs_for(parse_params(kind, params, where)) if fk.needs_for else frozenset()
-    return fk.needs | extra
+    return _needs(kind_of(kind, where), parse_params(kind, params, where))
 
 
 # -- nemesis presets -------------------------------------------------------------------

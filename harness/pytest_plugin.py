@@ -144,11 +144,11 @@ def kafka_cluster(request: pytest.FixtureRequest, kafka_cluster_pool: ClusterPoo
 
 @pytest.fixture(scope="session")
 def _chaos_spark(request: pytest.FixtureRequest):
-    """One Spark session per worker for every chaos_run's verification (as a suite does)."""
-    holder: dict[str, Any] = {}
-    yield holder
-    if holder.get("owned"):
-        holder["session"].stop()
+    """One Spark session per worker for every chaos_run's verification (as a suite does),
+    started by the first chaos_run and stopped with the session."""
+    from contextlib import ExitStack
+    with ExitStack() as stack:
+        yield {"stack": stack}
 
 
 @pytest.fixture
@@ -161,11 +161,11 @@ def chaos_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
         from harness.run_cli import preflight
         from harness.runner import RunOptions, run_scenario
         from harness.scenario import load_scenario
-        from spark_reports.session import spark_session
+        from spark_reports.session import session_scope
         loaded = load_scenario(scenario, tuple(overrides), seed)
         preflight()
         if "session" not in _chaos_spark:
-            _chaos_spark["session"], _chaos_spark["owned"] = spark_session(None)
+            _chaos_spark["session"] = _chaos_spark["stack"].enter_context(session_scope(None))
         option = request.config.getoption("--kafka-runs-dir")
         runs_dir = Path(option) if option else tmp_path_factory.mktemp(f"chaos-runs-{worker_id(request.config)}")
         return run_scenario(loaded, RunOptions(runs_dir=runs_dir, progress="none",
