@@ -26,6 +26,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from clusters.upgrade_paths import UpgradeRefused, check_pair
 from clusters.versions import resolve_version
 from core.errors import SpecError
 from faults import network, toxics
@@ -167,7 +168,9 @@ class ControllerRemoveParams(QuorumChangeParams):
     which: Literal["follower", "leader"] = Field("follower", description="the voter removed")
 
 
-Check = Callable[[Any, BaseModel, str], None]
+# A kind's own checks beyond its params model: (target_spec, params, where, the
+# cluster it meets: a clusters.spec.ClusterSpec, or None when not known).
+Check = Callable[[Any, BaseModel, str, Any], None]
 
 
 @dataclass(frozen=True)
@@ -201,7 +204,7 @@ def _build_partition(target: Selector | None, p: PartitionParams) -> BaseFault:
     return network.Partition(shapes[p.shape](target or all_nodes))
 
 
-def _check_partition(target_spec: Any, p: PartitionParams, where: str) -> None:
+def _check_partition(target_spec: Any, p: PartitionParams, where: str, cluster: Any) -> None:
     if p.shape == "isolate" and target_spec is None:
         raise SpecError(f"{where}.target", "a partition of shape 'isolate' needs a target: the "
                         "nodes to cut off", "e.g. target: {leader_of: {topic: t, partition: 0}}")
@@ -224,7 +227,7 @@ def _build_toxic(target: Selector | None, p: ToxicParams) -> BaseFault:
                             toxicity=p.toxicity)
 
 
-def _check_toxic(target_spec: Any, p: ToxicParams, where: str) -> None:
+def _check_toxic(target_spec: Any, p: ToxicParams, where: str, cluster: Any) -> None:
     own = TOXIC_ATTRIBUTES[p.type]
     for attr in sorted({a for attrs in TOXIC_ATTRIBUTES.values() for a in attrs} - set(own)):
         if getattr(p, attr) is not None:
@@ -236,11 +239,20 @@ def _toxic_needs(p: ToxicParams) -> frozenset[str]:
     return frozenset({"toxiproxy-replication"}) if "replication" in p.listeners else frozenset()
 
 
-def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str) -> None:
+def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str, cluster: Any) -> None:
+    """A version that exists; and, on a known cluster, a pair Kafka's upgrade notes
+    support (refused before anything starts)."""
     try:
-        resolve_version(p.to_version)
+        to = resolve_version(p.to_version)
     except SpecError as e:
         raise SpecError(f"{where}.params.to_version", str(e).split(": ", 1)[1]) from None
+    if cluster is None:
+        return
+    try:
+        check_pair(cluster.kafka, to, cluster.mode, p.rollback)
+    except UpgradeRefused as e:
+        key = "rollback" if e.field == "--rollback" else "to_version"
+        raise SpecError(f"{where}.params.{key}", e.problem, e.fix) from None
 
 
 def _kind(name: str, summary: str, params: type[BaseModel], target: str, build, *,
@@ -382,10 +394,10 @@ def _needs(fk: FaultKind, params: BaseModel) -> frozenset[str]:
     return fk.needs | (fk.needs_for(params) if fk.needs_for else frozenset())
 
 
-def resolve_fault(kind: str, target_spec: Any, params: dict | None,
-                  where: str) -> ResolvedFault:
-    """`kind` aimed at `target_spec` with `params`, checked and parsed; SpecError naming
-    the field if bad."""
+def resolve_fault(kind: str, target_spec: Any, params: dict | None, where: str,
+                  cluster: Any = None) -> ResolvedFault:
+    """`kind` aimed at `target_spec` with `params`, checked (against `cluster`, the
+    ClusterSpec it meets, when given) and parsed; SpecError naming the field if bad."""
     fk = kind_of(kind, where)
     model = parse_params(kind, params, where)
     if fk.target == NONE and target_spec is not None:
@@ -396,7 +408,7 @@ def resolve_fault(kind: str, target_spec: Any, params: dict | None,
     spec = target_spec if target_spec is not None else fk.default_target
     selector = parse_selector(spec, f"{where}.target") if spec is not None else None
     if fk.check is not None:
-        fk.check(target_spec, model, where)
+        fk.check(target_spec, model, where, cluster)
     return ResolvedFault(fk, selector, model)
 
 

@@ -57,11 +57,9 @@ class PlannedFault:
 def plan_faults(scenario, seed: int) -> list[PlannedFault]:
     plan = []
     for i, entry in enumerate(scenario.faults.timeline):
-        kind = KINDS[entry.fault]
-        plan.append(PlannedFault(
-            f"timeline[{i}] {entry.fault}", entry.at, entry.hold,
-            lambda e=entry, i=i: make_fault(e.fault, e.target, e.params, f"faults.timeline[{i}]"),
-            self_healing=kind.self_healing))
+        plan.append(PlannedFault(f"timeline[{i}] {entry.fault}", entry.at, entry.hold,
+                                 entry.resolved.build,
+                                 self_healing=entry.resolved.kind.self_healing))
     if scenario.faults.nemesis is not None:
         plan += _nemesis_plan(scenario.faults.nemesis, seed)
     return sorted(plan, key=lambda p: p.at_s)

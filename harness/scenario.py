@@ -34,19 +34,9 @@ from pydantic import BaseModel
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from faults.schedule import ScheduleSpec
+from harness import scenario_model as sm
 from harness.scenario_build import TOP_LEVEL, Builder, build
-from harness.scenario_model import (  # noqa: F401 - the model, where its users find it
-    AppliesTo,
-    Faults,
-    JavaConsumerSpec,
-    JavaProducerSpec,
-    Nemesis,
-    Report,
-    Scenario,
-    TimelineFault,
-    TopicSpec,
-    Workload,
-)
+from harness.scenario_model import Scenario, Workload  # noqa: F401 - where their users find them
 from harness.yamlsource import Source, apply_set, load_yaml
 from verifiers.facts import model_facts
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
@@ -76,18 +66,18 @@ def known_fields() -> dict:
         return {name: None for name in model.model_fields}
     workload = {**of_model(Workload), "producers": of_model(ProducerSpec),
                 "consumers": of_model(ConsumerGroupSpec),
-                "java_producers": of_model(JavaProducerSpec),
-                "java_consumers": of_model(JavaConsumerSpec)}
+                "java_producers": of_model(sm.JavaProducerSpec),
+                "java_consumers": of_model(sm.JavaConsumerSpec)}
     workload["producers"]["transactions"] = None
     nemesis = {"presets": None, "topic": None, "partition": None,
                **{f.name: None for f in dc_fields(ScheduleSpec) if f.name != "kinds"}}
     return {"name": None, "description": None, "seed": None,
             "cluster": {f.name: None for f in dc_fields(ClusterSpec)},
-            "topics": of_model(TopicSpec), "workload": workload,
-            "faults": {"timeline": of_model(TimelineFault), "nemesis": nemesis,
+            "topics": of_model(sm.TopicSpec), "workload": workload,
+            "faults": {"timeline": of_model(sm.TimelineFault), "nemesis": nemesis,
                        "recovery_timeout_s": None},
-            "drain": of_model(DrainSpec), "expect": None, "report": of_model(Report),
-            "applies_to": of_model(AppliesTo)}
+            "drain": of_model(DrainSpec), "expect": None, "report": of_model(sm.Report),
+            "applies_to": of_model(sm.AppliesTo)}
 
 
 def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = (),
@@ -161,5 +151,4 @@ def resolve_path(path_or_name: str | None) -> Path:
                     f"{hint}give a YAML file, or one of: {', '.join(builtin_names())}")
 
 
-__all__ = ["Scenario", "TopicSpec", "Workload", "TimelineFault", "Nemesis", "Faults", "Report",
-           "load_scenario", "parse_scenario", "builtin_names"]
+__all__ = ["Scenario", "Workload", "load_scenario", "parse_scenario", "builtin_names"]

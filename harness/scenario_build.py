@@ -15,10 +15,9 @@ from pydantic import ValidationError
 
 from clusters.migration import kraft_spec_of
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
-from clusters.upgrade_paths import UpgradeRefused, check_pair
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
-from faults.catalog import KINDS, PRESETS, fault_needs, needs_of_preset, validate_fault
+from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.schedule import ScheduleSpec
 from faults.selectors import selector_refs
 from harness.scenario_model import (
@@ -326,29 +325,18 @@ def _timeline_entry(b: Builder, i: int, raw: Any, cluster, topics, duration_s: f
         b.fail((*path, "fault"), f"unknown fault {entry.fault!r}",
                f"{'did you mean ' + repr(close[0]) + '? ' if close else ''}"
                f"use one of {', '.join(sorted(KINDS))}")
-    validate_fault(entry.fault, entry.target, entry.params, b.source.where(path))
-    _check_needs(b, (*path, "fault"), fault_needs(entry.fault, entry.params), cluster,
-                 f"{entry.fault!r}")
+    resolved = resolve_fault(entry.fault, entry.target, entry.params, b.source.where(path),
+                             cluster)
+    entry = entry.model_copy(update={"resolved": resolved})
+    _check_needs(b, (*path, "fault"), resolved.needs, cluster, f"{entry.fault!r}")
     if entry.target is not None:
         _check_refs(b, (*path, "target"), selector_refs(entry.target), topics)
-    if entry.fault == "rolling-upgrade":
-        _check_upgrade_pair(b, path, entry.params, cluster)
     if not 0 <= entry.at < duration_s:
         b.fail((*path, "at"), f"{entry.at} s is outside the workload's {duration_s:g} s",
                f"use 0 <= at < {duration_s:g}, or raise workload.duration_s")
     if entry.hold is not None and entry.hold < 0:
         b.fail((*path, "hold"), "is negative", "use 0 or more seconds")
     return entry
-
-
-def _check_upgrade_pair(b: Builder, path: tuple, params: dict, cluster: ClusterSpec) -> None:
-    """A pair Kafka's upgrade notes do not support is refused here, before anything starts."""
-    try:
-        check_pair(cluster.kafka, resolve_version(str(params.get("to_version", ""))),
-                   cluster.mode, bool(params.get("rollback")))
-    except UpgradeRefused as e:
-        key = "rollback" if e.field == "--rollback" else "to_version"
-        b.fail((*path, "params", key), e.problem, e.fix)
 
 
 def _nemesis(b: Builder, cluster, topics, duration_s: float) -> Nemesis | None:

@@ -13,9 +13,10 @@ from functools import cached_property
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, InstanceOf, field_validator
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator
 
 from clusters.spec import ClusterSpec
+from faults.catalog import ResolvedFault
 from faults.schedule import ScheduleSpec
 from verifiers.expectations import ExpectationSet
 from verifiers.facts import durable
@@ -85,8 +86,10 @@ class TimelineFault(_Model):
     at: float                                # seconds after the faults phase starts
     fault: str                               # a faults.catalog kind
     target: Any = None                       # a selector spec (faults.selectors.parse_selector)
-    params: dict[str, Any] = {}
+    params: dict[str, Any] = {}              # as written (the resolved document shows these)
     hold: float | None = None                # seconds until its heal; None: healed at heal-all
+    # the same, parsed once by the builder: kind, selector, typed params (build() a fault)
+    resolved: InstanceOf[ResolvedFault] | None = Field(None, exclude=True)
 
 
 class Nemesis(_Model):
@@ -149,8 +152,8 @@ class Scenario(_Model):
     def image_versions(self) -> tuple[str, ...]:
         """Every Kafka version the run's nodes run: the cluster's, and each rolling
         upgrade's target."""
-        upgrades = [str(e.params["to_version"]) for e in self.faults.timeline
-                    if e.fault == "rolling-upgrade" and "to_version" in e.params]
+        upgrades = [e.resolved.params.to_version for e in self.faults.timeline
+                    if e.fault == "rolling-upgrade"]
         return tuple(dict.fromkeys([self.cluster.version, *upgrades]))
 
     @property

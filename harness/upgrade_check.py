@@ -74,9 +74,9 @@ def upgrade_plan_of(scenario: Scenario):
     from clusters.versions import resolve_version
     [upgrade] = scenario.faults.timeline
     spec = scenario.cluster
-    return plan_upgrade(spec.kafka, resolve_version(upgrade.params["to_version"]), spec.mode,
+    return plan_upgrade(spec.kafka, resolve_version(upgrade.resolved.params.to_version), spec.mode,
                         [(p.alias, p.role) for p in plan_nodes(spec)],
-                        rollback=bool(upgrade.params.get("rollback")))
+                        rollback=upgrade.resolved.params.rollback)
 
 
 def _where(path_or_name: str | None, overrides: tuple[str, ...], path: tuple) -> str:

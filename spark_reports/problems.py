@@ -100,6 +100,9 @@ def _plan_problems(loc: RunLocation) -> list[dict]:
         if p.get("injected_s") is None:
             out.append({"kind": "plan", "at_us": None,
                         "text": f"{p.get('label')} planned at {p.get('planned_at_s')} s never ran"})
+        elif p.get("error") and not str(p["error"]).startswith("inject:"):   # inject errors:
+            out.append({"kind": "fault-error", "at_us": None,          # the fault rows say them
+                        "text": f"{p.get('label')} did not go as planned: {str(p['error'])[:300]}"})
         elif (p.get("slip_s") or 0) > PLAN_SLIP_S:
             out.append({"kind": "plan", "at_us": None,
                         "text": f"{p.get('label')} was injected {p['slip_s']:.1f} s later than "
