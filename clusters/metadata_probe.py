@@ -9,14 +9,15 @@ served by Kafka 4), and keeps for each partition the answer with the highest lea
 epoch: the controller's latest word, which the brokers it reached have and the
 deposed one does not.
 
-Only for our own PLAINTEXT listeners; external clusters are read through the Admin
-API.
+Over our own listeners, PLAINTEXT or secured (clusters/kafka_wire.py speaks TLS and
+SASL SCRAM); external clusters are read through the Admin API.
 """
 from __future__ import annotations
 
-import socket
 import struct
 from dataclasses import dataclass
+
+from clusters.kafka_wire import WireSecurity, connect, exchange
 
 METADATA, VERSION = 3, 7
 
@@ -71,16 +72,6 @@ def _request(topics: list[str] | None, correlation: int = 1) -> bytes:
     return struct.pack(">i", len(body)) + body
 
 
-def _recv(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        out += chunk
-    return out
-
-
 def _parse(data: bytes) -> BrokerView:
     r = _Reader(data)
     r.take(">i")                                 # correlation id
@@ -102,13 +93,10 @@ def _parse(data: bytes) -> BrokerView:
 
 
 def broker_view(host: str, port: int, topics: list[str] | None,
-                timeout: float = 1.0) -> BrokerView:
+                timeout: float = 1.0, security: WireSecurity | None = None) -> BrokerView:
     """One broker's metadata for `topics` (None: all), as that broker sees it."""
-    with socket.create_connection((host, port), timeout=timeout) as sock:
-        sock.settimeout(timeout)
-        sock.sendall(_request(topics))
-        size = struct.unpack(">i", _recv(sock, 4))[0]
-        return _parse(_recv(sock, size))
+    with connect(host, port, timeout, security) as sock:
+        return _parse(exchange(sock, _request(topics)))
 
 
 def elected(views: list[list[PartitionView]]) -> list[PartitionView]:
