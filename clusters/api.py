@@ -103,6 +103,22 @@ class BrokerReadiness(Protocol):
 
 
 @runtime_checkable
+class MetadataLimits(Protocol):
+    """A cluster that may not be allowed to see everything (an external one): what it
+    could not see (the controller, the quorum) and why."""
+
+    def limits(self) -> dict[str, str]: ...
+
+
+@runtime_checkable
+class JavaClientAccess(Protocol):
+    """A cluster whose Java clients (Kafka's tools, in a container on its network) need
+    more than its bootstrap address: (client settings, environment, host path -> mount)."""
+
+    def java_client(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]: ...
+
+
+@runtime_checkable
 class Replaceable(Protocol):
     """A cluster whose node containers can be re-created on another image
     keeping their data (rolling upgrades)."""

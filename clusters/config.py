@@ -13,6 +13,7 @@ import uuid
 from dataclasses import dataclass
 
 from clusters.roles import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
+from clusters.security import broker_security_props, controller_security_props, listener_protocols
 from clusters.spec import KRAFT_COMBINED, KRAFT_ISOLATED, TOXIPROXY_ALL, TOXIPROXY_OFF, ClusterSpec
 from clusters.spec import ZOOKEEPER as ZOOKEEPER_MODE
 
@@ -135,9 +136,11 @@ def controller_props(spec: ClusterSpec, controller_id: int) -> dict[str, str]:
         **quorum_props(spec),
         "listeners": f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}",
         "controller.listener.names": "CONTROLLER",
-        "listener.security.protocol.map": "CONTROLLER:PLAINTEXT",
+        "listener.security.protocol.map": "CONTROLLER:SSL" if spec.secured else "CONTROLLER:PLAINTEXT",
         "log.dirs": LOG_DIR,
     }
+    if spec.secured:
+        props.update(controller_security_props(node_alias(CONTROLLER, controller_id)))
     # Controllers take the cluster-wide overrides too (quorum timeouts live there).
     props.update({k: v for k, v in spec.config})
     return props
@@ -153,14 +156,13 @@ def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
     alias = node_alias(role, broker_id)
     client_addr, internal_addr = listener_addresses(spec, broker_id, alias)
     listeners = [f"CLIENT://0.0.0.0:{CLIENT_PORT}", f"INTERNAL://0.0.0.0:{INTERNAL_PORT}"]
-    protocols = ["CLIENT:PLAINTEXT", "INTERNAL:PLAINTEXT"]
+    protocols = listener_protocols(spec.is_kraft, spec.secured)
     props: dict[str, str] = {}
     if spec.is_kraft:
         props["process.roles"] = "broker,controller" if role == COMBINED else "broker"
         props["node.id"] = str(broker_id)
         props.update(quorum_props(spec))
         props["controller.listener.names"] = "CONTROLLER"
-        protocols.append("CONTROLLER:PLAINTEXT")
         if role == COMBINED:
             listeners.append(f"CONTROLLER://0.0.0.0:{CONTROLLER_PORT}")
     else:
@@ -173,6 +175,8 @@ def broker_props(spec: ClusterSpec, broker_id: int) -> dict[str, str]:
         "inter.broker.listener.name": "INTERNAL",
         "log.dirs": LOG_DIR,
     })
+    if spec.secured:
+        props.update(broker_security_props(alias, spec.is_kraft))
     props.update(_defaults(spec))
     props.update(spec.props_for(broker_id))
     return props

@@ -56,11 +56,13 @@ from clusters.config import (  # noqa: E402
 )
 from clusters.docker_env import docker_client  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
+from clusters.kafka_wire import WireSecurity  # noqa: E402
 from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
 from clusters.metadata_probe import broker_view, elected  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.migration import MigrationPlan, plan_migration  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
+from clusters.security import ClusterSecurity  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
 from clusters.versions import resolve_version  # noqa: E402
@@ -77,9 +79,13 @@ class ClusterUnhealthy(HarnessError):
 
 
 class DockerCluster:
-    def __init__(self, spec: ClusterSpec, run_id: str | None = None):
+    def __init__(self, spec: ClusterSpec, run_id: str | None = None, keep: bool = False):
+        """`keep`: a cluster that outlives its process (`harness cluster up`): labelled
+        so that `harness gc` leaves it (only `gc --all` or `harness cluster down` remove it)."""
         self.spec = spec
         self.run_id = run_id or new_run_id()
+        self.keep = keep
+        self.security: ClusterSecurity | None = None
         self.name = f"kh-{self.run_id}-{spec.name}"
         self._network: Network | None = None
         self._nodes: list[DockerNode] = []
@@ -107,20 +113,54 @@ class DockerCluster:
         cleanup.register(self)
         self.started_at = time.monotonic()
         try:
+            if self.keep:
+                storage.write_owner(self.run_id, self._labels())
             self._network = Network(docker_network_kw={
-                "internal": True, "labels": run_labels(self.run_id, cluster=self.spec.name),
+                "internal": True, "labels": self._labels(cluster=self.spec.name),
                 "driver": "bridge"})
             self._network.name = self.name
             self._network.create()
+            if self.spec.secured:
+                self.security = ClusterSecurity.create(
+                    storage.run_mount_dir(self.run_id) / "secrets", self._subnet())
             if self.spec.toxiproxy != TOXIPROXY_OFF:
                 self._start_toxiproxy(tags["toxiproxy"])
-            for plan in plan_nodes(self.spec):
-                self._nodes.append(self._start_node(plan))
+            self._start_nodes()
             self.wait_healthy(timeout)
         except BaseException:
             self.stop()
             raise
+        if self.keep:
+            cleanup.unregister(self)          # not stopped when this process exits
         return self
+
+    def _labels(self, **extra: str) -> dict[str, str]:
+        return run_labels(self.run_id, **extra, **({"kept": "true"} if self.keep else {}))
+
+    def _subnet(self) -> str | None:
+        config = docker_client().networks.get(self.name).attrs.get("IPAM", {}).get("Config") or []
+        return next((c["Subnet"] for c in config if c.get("Subnet")), None)
+
+    def _start_nodes(self) -> None:
+        """Every node in plan order; a secured ZooKeeper-mode cluster's SCRAM user is
+        written into ZooKeeper before the first broker starts."""
+        for plan in plan_nodes(self.spec):
+            if plan.role != ZOOKEEPER and self.security is not None and not self.spec.is_kraft \
+                    and not self.brokers():
+                self._zookeeper_user()
+            self._nodes.append(self._start_node(plan))
+
+    def _zookeeper_user(self, timeout: float = 60) -> None:
+        zk = self.nodes(ZOOKEEPER)[0]
+        deadline = time.monotonic() + timeout
+        while True:
+            result = zk.exec(self.security.zookeeper_user_script())
+            if result.exit_code == 0:
+                return
+            if time.monotonic() > deadline:
+                raise ClusterUnhealthy(f"could not create the SCRAM user in ZooKeeper: "
+                                       f"{result.output.strip()[-500:]}")
+            time.sleep(1)
 
     def _container(self, image: str, alias: str, role: str, node_id: int | None,
                    env: dict[str, str], mounts: dict[str, str], mem_mb: int) -> DockerNode:
@@ -128,7 +168,7 @@ class DockerCluster:
             image, name=f"{self.name}-{alias}", network=self._network, network_aliases=[alias],
             env=env, init=True, cap_add=["NET_ADMIN"], mem_limit=f"{mem_mb}m",
             hostname=alias,
-            labels=run_labels(self.run_id, role=role, cluster=self.spec.name, node=alias))
+            labels=self._labels(role=role, cluster=self.spec.name, node=alias))
         for host_path, container_path in mounts.items():
             container.with_volume_mapping(host_path, container_path, "rw")
         container.start()
@@ -207,6 +247,11 @@ class DockerCluster:
         config = plan.config
         if self._toxiproxy is not None:
             config = config.replace("@TOXIPROXY_IP@", self._toxiproxy.ip)
+        mounts = {str(data): ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR}
+        if self.security is not None and plan.role != ZOOKEEPER:
+            self.security.ensure_node(plan.alias)
+            config = self.security.fill(config)
+            mounts.update(self.security.mounts())
         env = {"ROLE": "zookeeper" if plan.role == ZOOKEEPER else "kafka",
                "NODE_ID": str(plan.node_id), "NODE_CONFIG": config,
                "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
@@ -214,12 +259,13 @@ class DockerCluster:
             env["CLUSTER_ID"] = cluster_id or self._cluster_id
             extra = format_extra if format_extra is not None else \
                 format_args(self.spec, plan.role, env["CLUSTER_ID"])
+            if self.security is not None:
+                extra = f"{extra} {self.security.format_args()}".strip()
             if extra:
                 env["FORMAT_ARGS"] = extra
-        target = ZK_DATA_DIR if plan.role == ZOOKEEPER else LOG_DIR
         heap = int(env["HEAP_MB"])
         return self._container(image or self.image, plan.alias, plan.role, plan.node_id, env,
-                               {str(data): target}, mem_mb=heap + 512)
+                               mounts, mem_mb=heap + 512)
 
     def _start_toxiproxy(self, image: str) -> None:
         self._toxiproxy = self._container(image, TOXIPROXY_ALIAS, TOXIPROXY, None, {}, {}, 256)
@@ -229,26 +275,8 @@ class DockerCluster:
 
     def stop(self) -> None:
         """Remove every container, the network and the mounts of this run. Idempotent."""
-        errors: list[str] = []
         self._admin = self._create_admin = None
-        try:
-            client = docker_client()
-            for c in client.containers.list(all=True, filters={"label": f"{RUN_ID}={self.run_id}"}):
-                try:
-                    c.remove(force=True, v=True)
-                except Exception as e:  # keep going: every other finalizer must still run
-                    errors.append(f"container {c.name}: {e}")
-            for n in client.networks.list(filters={"label": f"{RUN_ID}={self.run_id}"}):
-                try:
-                    n.remove()
-                except Exception as e:
-                    errors.append(f"network {n.name}: {e}")
-        except Exception as e:
-            errors.append(f"docker: {e}")
-        try:
-            storage.unmount_run(self.run_id)
-        except Exception as e:
-            errors.append(f"mounts: {e}")
+        errors = remove_run(self.run_id)
         self._nodes, self._retired = [], []
         self._toxiproxy = None
         cleanup.unregister(self)
@@ -296,9 +324,24 @@ class DockerCluster:
                             for n in self.brokers())
         return ",".join(f"{n.ip}:{CLIENT_PORT}" for n in self.brokers())
 
+    def client_config(self) -> dict[str, str]:
+        """Connection settings every client of this cluster needs beside its bootstrap
+        (librdkafka names; empty for a PLAINTEXT cluster). Holds the SCRAM password."""
+        return self.security.client_config() if self.security is not None else {}
+
+    def java_client(self) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+        """Kafka's Java tools' (client settings, environment, mounts) in a container on
+        the cluster network; the settings file names the password, the environment holds it."""
+        if self.security is None:
+            return {}, {}, {}
+        props = self.security.java_properties(self.bootstrap_servers())
+        props.pop("bootstrap.servers")
+        return props, self.security.java_env(), self.security.mounts()
+
     def admin(self) -> AdminClient:
         if self._admin is None:
             self._admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
+                                       **self.client_config(),
                                        "socket.timeout.ms": 5000, "request.timeout.ms": 5000,
                                        "metadata.max.age.ms": 500,
                                        # Connection errors while nodes start or are faulted are
@@ -348,6 +391,7 @@ class DockerCluster:
         # must skip a frozen broker, not a CreateTopics round trip on a loaded machine.
         if self._create_admin is None:
             self._create_admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
+                                              **self.client_config(),
                                               "socket.timeout.ms": 30000, "log_level": 0})
         return self._create_admin
 
@@ -384,10 +428,11 @@ class DockerCluster:
     def _broker_views(self, topics: list[str] | None, timeout: float) -> dict:
         """node -> its BrokerView, for every running broker that answered in time."""
         nodes = [n for n in self.brokers() if n.status() == "running"]
+        security = WireSecurity.from_client_config(self.client_config()) if self.security else None
 
         def ask(node):
             try:
-                return broker_view(node.ip, CLIENT_PORT, topics, timeout)
+                return broker_view(node.ip, CLIENT_PORT, topics, timeout, security)
             except (OSError, ValueError, struct.error):
                 return None
         with ThreadPoolExecutor(max_workers=max(1, len(nodes))) as pool:
@@ -491,6 +536,32 @@ class DockerCluster:
             except Exception as e:
                 log.warning("could not collect logs of %s: %s", n.name, e)
         return written
+
+
+def remove_run(run_id: str) -> list[str]:
+    """Remove every container and network labelled with the run id, then its mounts (and
+    what else lives in its mount directory: a secured cluster's certificates); each step
+    runs even if an earlier one failed. Returns what could not be removed."""
+    errors: list[str] = []
+    try:
+        client = docker_client()
+        for c in client.containers.list(all=True, filters={"label": f"{RUN_ID}={run_id}"}):
+            try:
+                c.remove(force=True, v=True)
+            except Exception as e:  # keep going: every other finalizer must still run
+                errors.append(f"container {c.name}: {e}")
+        for n in client.networks.list(filters={"label": f"{RUN_ID}={run_id}"}):
+            try:
+                n.remove()
+            except Exception as e:
+                errors.append(f"network {n.name}: {e}")
+    except Exception as e:
+        errors.append(f"docker: {e}")
+    try:
+        storage.unmount_run(run_id)
+    except Exception as e:
+        errors.append(f"mounts: {e}")
+    return errors
 
 
 def _too_few_live_brokers(err: KafkaError) -> bool:

@@ -18,6 +18,7 @@ NODE = "harness.node"
 OWNER_PID = "harness.owner-pid"
 OWNER_START = "harness.owner-start"
 OWNER_HOST = "harness.owner-host"
+KEPT = "harness.kept"            # a cluster left running on purpose (`harness cluster up`)
 
 
 def new_run_id() -> str:
@@ -45,7 +46,10 @@ def run_labels(run_id: str, **extra: str) -> dict[str, str]:
 
 
 def owner_alive(labels: dict[str, str]) -> bool:
-    """Whether the process that created a labelled resource still runs here."""
+    """Whether the process that created a labelled resource still runs here; a kept
+    cluster counts as live (its owner exited on purpose)."""
+    if labels.get(KEPT) == "true":
+        return True
     if labels.get(OWNER_HOST) not in (None, socket.gethostname()):
         return True   # another host's run: never ours to judge
     try:

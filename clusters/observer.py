@@ -16,7 +16,7 @@ import logging
 import threading
 import time
 
-from clusters.api import ElectedView
+from clusters.api import ElectedView, MetadataLimits
 from core.history import EventLog
 
 log = logging.getLogger(__name__)
@@ -36,6 +36,7 @@ class MetadataObserver:
         self._isr: dict[tuple[str, int], tuple[int, ...]] = {}
         self._controller: str | None = None
         self._available = True
+        self._limited: set[str] = set()
         self.samples = 0
 
     def start(self) -> "MetadataObserver":
@@ -118,6 +119,16 @@ class MetadataObserver:
                              node_id=controller.node_id if controller is not None else None,
                              previous=self._controller)
             self._controller = name
+        if isinstance(self.cluster, MetadataLimits):
+            self._say_limits(self.cluster.limits())
+
+    def _say_limits(self, limits: dict[str, str]) -> None:
+        """What the cluster's credentials do not let it see, once each (a `metadata-limited`
+        observation: the report names it; the run goes on)."""
+        for what, why in limits.items():
+            if what not in self._limited:
+                self._limited.add(what)
+                self.events.emit("observe", "metadata-limited", what, reason=why)
 
 
 def _broker_name(cluster, broker_id: int | None) -> str | None:

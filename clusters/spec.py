@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from clusters.external_spec import ExternalSpec
 from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, all_versions, resolve_version
 from core.errors import SpecError
 
@@ -29,6 +30,10 @@ TOXIPROXY_ALL = "client+replication"   # and the inter-broker listener too
 TOXIPROXY_MODES = (TOXIPROXY_OFF, TOXIPROXY_CLIENT, TOXIPROXY_ALL)
 
 MAX_BROKERS = 5
+
+SECURITY_NONE = "none"
+SASL_SSL = "sasl_ssl"           # SCRAM-SHA-512 over TLS, per-cluster CA (clusters/security.py)
+SECURITY_MODES = (SECURITY_NONE, SASL_SSL)
 
 
 def _as_props(values: Mapping[str, Any], field_name: str) -> tuple[tuple[str, str], ...]:
@@ -74,6 +79,12 @@ class ClusterSpec:
     # controller.quorum.bootstrap.servers and added or removed at run time
     # (faults controller-add, controller-remove) instead of a fixed voters list.
     dynamic_quorum: bool = False
+    # Every listener secured: clients and brokers SASL_SSL (SCRAM-SHA-512), the KRaft
+    # controller listener TLS with client certificates (clusters/security.py).
+    security: str = SECURITY_NONE
+    # A cluster the harness did not start (clusters/external_spec.py): only `version`
+    # (what the scenario may assume of it) is read beside it.
+    external: ExternalSpec | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -97,6 +108,8 @@ class ClusterSpec:
         """From a scenario's `cluster:` mapping (YAML). Unknown keys are refused."""
         if not isinstance(data, Mapping):
             raise SpecError("cluster", "must be a mapping", "write `cluster:` as key: value pairs")
+        if "external" in data:
+            return cls._external(data)
         known = {f for f in cls.__dataclass_fields__}
         unknown = set(data) - known
         if unknown:
@@ -120,6 +133,15 @@ class ClusterSpec:
             if key in kw and not isinstance(kw[key], int):
                 raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
         return cls(**kw)
+
+    @classmethod
+    def _external(cls, data: Mapping[str, Any]) -> "ClusterSpec":
+        others = sorted(set(data) - {"external", "version", "name"})
+        if others:
+            raise SpecError(f"cluster.{others[0]}", "is not read for an external cluster",
+                            "remove it: the harness neither starts nor configures that cluster")
+        return cls(version=str(data.get("version", DEFAULT_VERSION)),
+                   external=ExternalSpec.from_dict(data["external"]))
 
     def with_config(self, values: Mapping[str, Any] | None = None, **kw: Any) -> "ClusterSpec":
         merged = dict(self.config)
@@ -158,6 +180,10 @@ class ClusterSpec:
         return self.toxiproxy != TOXIPROXY_OFF
 
     @property
+    def secured(self) -> bool:
+        return self.security != SECURITY_NONE
+
+    @property
     def is_kraft(self) -> bool:
         return self.mode != ZOOKEEPER
 
@@ -188,6 +214,9 @@ class ClusterSpec:
         return props
 
     def to_dict(self) -> dict[str, Any]:
+        if self.external is not None:
+            return {"version": self.version, "external": self.external.to_dict()}
+        extra = {"security": self.security} if self.secured else {}
         return {
             "mode": self.mode, "version": self.kafka.version, "brokers": self.brokers,
             "controllers": self.controllers if self.mode == KRAFT_ISOLATED else 0,
@@ -196,7 +225,7 @@ class ClusterSpec:
             "broker_config": {str(b): dict(p) for b, p in self.broker_config},
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
-            "dynamic_quorum": self.dynamic_quorum,
+            "dynamic_quorum": self.dynamic_quorum, **extra,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -231,6 +260,9 @@ class ClusterSpec:
         if not 16 <= self.log_dir_size_mb <= 65536:
             raise SpecError("log_dir_size_mb", f"{self.log_dir_size_mb} MiB",
                             "use 16 to 65536 MiB")
+        if self.security not in SECURITY_MODES:
+            raise SpecError("security", f"unknown value {self.security!r}",
+                            f"use one of {', '.join(SECURITY_MODES)}")
         if self.toxiproxy not in TOXIPROXY_MODES:
             raise SpecError("toxiproxy", f"unknown value {self.toxiproxy!r}",
                             f"use one of {', '.join(TOXIPROXY_MODES)}")
@@ -280,7 +312,9 @@ def validate_topic(spec: ClusterSpec, name: str, partitions: int, replication_fa
                         "use letters, digits, '.', '_' and '-' (at most 249)")
     if partitions < 1:
         raise SpecError("topic.partitions", f"{partitions}", "use 1 or more partitions")
-    if not 1 <= replication_factor <= spec.brokers:
+    if spec.external is not None and replication_factor < 1:
+        raise SpecError("topic.replication_factor", f"{replication_factor}", "use 1 or more")
+    if spec.external is None and not 1 <= replication_factor <= spec.brokers:
         raise SpecError("topic.replication_factor",
                         f"{replication_factor} is more than the {spec.brokers} brokers"
                         if replication_factor > spec.brokers else f"{replication_factor}",

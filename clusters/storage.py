@@ -24,6 +24,13 @@ def run_mount_dir(run_id: str) -> Path:
     return MOUNT_ROOT / run_id
 
 
+def write_owner(run_id: str, labels: dict[str, str]) -> None:
+    """Say who owns a run's mounts before the first is made (a kept cluster's labels)."""
+    run_dir = run_mount_dir(run_id)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "owner.json").write_text(json.dumps(labels))
+
+
 def mount_tmpfs(run_id: str, node: str, size_mb: int) -> Path:
     run_dir = run_mount_dir(run_id)
     run_dir.mkdir(parents=True, exist_ok=True)

@@ -106,6 +106,9 @@ class RunContext:
     options: RunOptions = field(default_factory=RunOptions)
     seed: int = 0
     fixed_bootstrap: str | None = None       # clients' address when there is no cluster object
+    # What every client needs beside the bootstrap address (librdkafka names: security.protocol,
+    # sasl.*, ssl.*), set with the cluster; it may hold a password: never written or printed.
+    client_config: dict[str, str] = field(default_factory=dict, repr=False)
     finalizers: Finalizers = field(default_factory=Finalizers)
 
     @property

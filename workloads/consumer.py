@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
+from workloads.connection import connected
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import record_id_of
 from workloads.spec import ConsumerGroupSpec
@@ -237,7 +238,7 @@ class ConsumerGroup:
     """Parent-side handle: start M members, bounce/crash them, stop them all."""
 
     def __init__(self, spec: ConsumerGroupSpec, run: "RunContext"):
-        self.spec, self.bootstrap = spec, run.bootstrap
+        self.spec, self.bootstrap = connected(spec, run), run.bootstrap
         self.run_dir, self.run_id, self.events = run.dir, run.run_id, run.events
         self._workers: dict[str, WorkerProcess] = {}
         self._incarnation: dict[str, int] = {}

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from core.history import HistoryWriter, now_us
+from workloads.connection import connected
 from workloads.records import record_id_of
 from workloads.spec import DrainSpec
 
@@ -67,6 +68,7 @@ def _end_offsets(consumer: Consumer, parts: list[_Part], timeout: float) -> None
 
 def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
     bootstrap, run_dir, run_id, events = run.bootstrap, run.dir, run.run_id, run.events
+    spec = connected(spec, run)
     started = time.monotonic()
     deadline = started + spec.timeout_s
     if events:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from clusters.api import JavaClientAccess
 from clusters.docker_env import docker_client
 from clusters.images import ensure_images
 from clusters.labels import run_labels
@@ -199,6 +200,11 @@ class JavaRun:
     network: str
     run_id: str
     java_opts: str = "-Xmx512m"
+    # a secured cluster's (clusters.api.JavaClientAccess): client settings (the password
+    # named, not written), the environment that holds it, and the mounts the files need
+    settings: tuple[tuple[str, str], ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    volumes: tuple[tuple[str, str], ...] = ()
 
 
 def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: dict[str, Any],
@@ -207,7 +213,7 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
     """Run one tool to completion, feeding each stdout line; the container is always removed."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / "client.properties").write_text(_properties(conf))
+    (out_dir / "client.properties").write_text(_properties({**dict(run.settings), **conf}))
     events_file = out_dir / "events.jsonl"
     events_file.touch()
     cmd = (f"exec java {run.java_opts} -cp {shlex.quote(CLASSPATH)} {TOOLS}.{main_class} "
@@ -217,8 +223,10 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
     container = client.containers.run(
         run.image, entrypoint=["sh", "-c"], command=[cmd], detach=True, network=run.network,
         name=f"harness-{run.run_id}-{name}-{uuid.uuid4().hex[:4]}",
-        labels=run_labels(run.run_id, role="java-client"),
-        volumes={str(out_dir.resolve()): {"bind": "/out", "mode": "rw"}}, user="root")
+        labels=run_labels(run.run_id, role="java-client"), environment=dict(run.env),
+        volumes={str(out_dir.resolve()): {"bind": "/out", "mode": "rw"},
+                 **{host: {"bind": inside, "mode": "ro"} for host, inside in run.volumes}},
+        user="root")
     started = time.monotonic()
     exit_code: int | None = None
     stop_sent_at: float | None = None       # SIGTERM runs the tool's shutdown hook (flush, tool_data)
@@ -266,7 +274,10 @@ def java_run_of(run: "RunContext", version: str | None = None) -> JavaRun:
     image = run.cluster.image
     if version:
         image = ensure_images([version])[f"kafka-{version}"]
-    return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id)
+    settings, env, volumes = run.cluster.java_client() if isinstance(run.cluster, JavaClientAccess) \
+        else ({}, {}, {})
+    return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id,
+                   settings=tuple(settings.items()), env=tuple(env.items()), volumes=tuple(volumes.items()))
 
 
 def run_java_producer(run: "RunContext", *, topic: str, max_messages: int,

@@ -17,6 +17,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from workloads.connection import connected
 from workloads.producer import ProducerProcess, ReconcileResult
 from workloads.spec import ProducerSpec
 
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
 
 
 def start_producer(spec: ProducerSpec, run: "RunContext") -> "ProducerProcess | ChurningProducer":
+    spec = connected(spec, run)
     return (ChurningProducer(spec, run) if spec.churn is not None else ProducerProcess(spec, run)).start()
 
 

@@ -17,6 +17,7 @@ from confluent_kafka import Consumer, KafkaException, Producer, TopicPartition
 
 from core.history import EventLog, HistoryWriter, now_us
 from workloads import classify
+from workloads.connection import connection_only
 from workloads.process import parent_gone
 from workloads.records import ValueMaker, record_id_of
 
@@ -55,6 +56,7 @@ class _Transform:
             "bootstrap.servers": bootstrap, "group.id": t.input_group,
             "enable.auto.commit": False, "isolation.level": "read_committed",
             "auto.offset.reset": "earliest", "enable.partition.eof": False,
+            **connection_only(spec.client_config),
         })
         self.consumed = HistoryWriter(run_dir, "consumed", run_id,
                                       writer_name=f"{writer_name}-consumed", flush_seconds=1.0)
