@@ -33,6 +33,7 @@ from faults import network, toxics
 from faults.base import BaseFault, FaultContext
 from faults.controller import ControllerFailover
 from faults.disk import DiskFull, UnwritableLogDir
+from faults.exec import ExecParams, build_exec, check_templates
 from faults.migration import ZkMigration
 from faults.pause import DOCKER, SIGSTOP, Pause
 from faults.process import CLEAN, HARD, Bounce, Kill
@@ -326,11 +327,16 @@ def _kinds() -> dict[str, FaultKind]:
                   p.controllers, migration_timeout_s=p.migration_timeout_s,
                   isr_timeout_s=p.isr_timeout_s),
               needs=("zookeeper",), self_healing=True),
+        _kind("exec", "the user's own shell commands (inject, heal), templated per target node; "
+              "any cluster, external ones too", ExecParams, OPTIONAL, build_exec,
+              check=check_templates),
     ]
     return {k.name: k for k in kinds}
 
 
 KINDS: dict[str, FaultKind] = _kinds()
+# The kinds that reach a cluster the harness did not start (the others act on its containers).
+EXTERNAL_KINDS = frozenset({"exec"})
 
 
 # -- building and validating -----------------------------------------------------------

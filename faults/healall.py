@@ -40,7 +40,9 @@ class HealAllReport:
 
 
 def _fault_nodes(ctx: FaultContext) -> list[Node]:
-    return [n for n in ctx.cluster.nodes() if n.role != TOXIPROXY]
+    """The nodes a sweep can reach: ours (a Node with its container). An external
+    cluster's nodes have none; only the user's own heal commands act on them."""
+    return [n for n in ctx.cluster.nodes() if n.role != TOXIPROXY and isinstance(n, Node)]
 
 
 def sweep_node(node: Node, ctx: FaultContext, host_mount: str | None = None) -> list[str]:

@@ -114,6 +114,9 @@ def _add_machine_commands(sub) -> None:
     il = isub.add_parser("list", help="the images built: Kafka version, size, age")
     il.set_defaults(func=_images_list)
 
+    from harness.cluster_cli import add_parser as add_cluster  # argparse only; the work is lazy
+    add_cluster(sub)
+
 
 def _add_run_commands(sub) -> None:
     r = sub.add_parser("run", help="run a scenario: cluster, workload, faults, verdict")
@@ -127,7 +130,11 @@ def _add_run_commands(sub) -> None:
     r.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     r.add_argument("--plain", action="store_true", help="plain progress lines, even on a terminal")
     r.add_argument("--dry-run", action="store_true",
-                   help="validate and print the resolved scenario; start nothing")
+                   help="validate and print the resolved scenario (and the commands exec faults "
+                   "would run); start nothing")
+    r.add_argument("--watch", action="store_true",
+                   help="no faults from the harness: the load runs while you make your own changes "
+                   "(a rolling upgrade, maintenance); the report shows every change it saw")
     r.set_defaults(func=_run)
 
     su = sub.add_parser("suite", help="run many scenarios as one job (a built-in suite or a folder)")

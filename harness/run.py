@@ -62,6 +62,9 @@ class Run:
     verified: VerifyResult | None = None
     stopped_in: str | None = None       # the phase an interruption or an error ended
     stop_reason: str | None = None
+    # Set when the experiment did not happen as planned through the user's own doing (an
+    # exec fault's command failed): the run is judged and reported, and exits 2 with this.
+    not_as_planned: str | None = None
 
     def say(self, message: str) -> None:
         if self.progress is not None:
@@ -84,6 +87,8 @@ class Run:
         elif v is None:
             result = RunResult(ctx.run_id, ctx.run_dir, 0, "not verified",
                                "verification skipped (--no-verify)")
+        elif self.not_as_planned is not None:
+            result = RunResult(ctx.run_id, ctx.run_dir, 2, "unknown", self.not_as_planned, v.summary)
         else:
             result = RunResult(ctx.run_id, ctx.run_dir, v.verdict.exit_code, v.verdict.status,
                                v.verdict.reason, v.summary)

@@ -17,14 +17,19 @@ import yaml
 from clusters.docker_env import docker_client
 from clusters.labels import new_run_id
 from core.errors import HarnessError
+from harness import external_run
 from harness.runner import RunOptions, run_scenario
 from harness.scenario import BUILTIN_DIR, builtin_names, load_scenario
 from harness.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
 from harness.suite_report import write_outputs
 
 
-def preflight() -> None:
-    """What a run needs from the machine, checked before a run dir exists."""
+def preflight(scenario=None) -> None:
+    """What a run needs from the machine (or from an external cluster: it answers, takes
+    the credentials, lets the run create its topics), checked before a run dir exists."""
+    if scenario is not None and scenario.cluster.external is not None:
+        external_run.preflight(scenario)
+        return
     if os.geteuid() != 0:
         raise HarnessError("harness run needs root: log dirs are tmpfs mounts "
                            "(fix: run it as root, as the README's set-up does)")
@@ -32,7 +37,13 @@ def preflight() -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    return run_loaded(load_scenario(args.scenario, tuple(args.overrides), args.seed), args)
+    scenario = load_scenario(args.scenario, tuple(args.overrides), args.seed)
+    if getattr(args, "watch", False):
+        scenario, dropped = external_run.watch(scenario)
+        print(f"harness run --watch: no faults from the harness ({dropped} planned fault(s) left "
+              f"out); the load runs {scenario.workload.duration_s:g} s while you make your changes",
+              flush=True)
+    return run_loaded(scenario, args)
 
 
 def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
@@ -40,8 +51,11 @@ def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
     `epilogue(result)` prints a command's own lines before the verdict."""
     if args.dry_run:
         sys.stdout.write(scenario.to_yaml())
+        plan = external_run.plan_lines(scenario)
+        if plan:
+            sys.stdout.write("# the commands exec faults would run:\n" + "".join(f"#   {line}\n" for line in plan))
         return 0
-    preflight()
+    preflight(scenario)
     options = RunOptions(runs_dir=Path(args.runs_dir), verify=not args.no_verify,
                          spark_master=args.spark_master,
                          progress="plain" if args.plain else "auto")

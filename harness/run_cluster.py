@@ -9,25 +9,38 @@ start still removes what was created), `observe` pushes the observer's stop. The
 from __future__ import annotations
 
 from clusters.docker_cluster import DockerCluster
+from clusters.external import ExternalCluster
 from clusters.images import ensure_images
 from clusters.observer import MetadataObserver
+from harness.external_run import groups_of
 from harness.run import Run
 
 
 def images(run: Run, detail: dict) -> None:
     s = run.scenario
+    if s.cluster.external is not None:
+        detail["images"] = {}
+        return
     run.say("images: checking (a first build takes a few minutes)")
     detail["images"] = ensure_images(list(s.image_versions), toxiproxy=s.cluster.uses_toxiproxy)
 
 
 def cluster_up(run: Run, detail: dict) -> None:
-    ctx = run.ctx
-    cluster = DockerCluster(run.scenario.cluster, run_id=ctx.run_id)
+    """Our DockerCluster; or an external one, whose stop deletes what the run made there."""
+    ctx, spec = run.ctx, run.scenario.cluster
+    cluster = DockerCluster(spec, run_id=ctx.run_id) if spec.external is None \
+        else ExternalCluster(spec, run_id=ctx.run_id)
     ctx.finalizers.push("cluster-stop", cluster.stop)
     ctx.finalizers.push("logs", lambda: cluster.collect_logs(ctx.run_dir / "logs"))
     cluster.start()
     ctx.cluster = cluster
-    detail.update(bootstrap=ctx.bootstrap, nodes=[n.name for n in cluster.nodes()])
+    ctx.client_config = cluster.client_config()
+    if spec.external is not None:
+        for group in groups_of(run.scenario):
+            cluster.claim_group(group)
+        detail["topic_prefix"] = cluster.prefix
+    detail.update(bootstrap=ctx.bootstrap, nodes=[n.name for n in cluster.nodes()],
+                  security=ctx.client_config.get("security.protocol", "PLAINTEXT"))
 
 
 def observe(run: Run, detail: dict) -> None:

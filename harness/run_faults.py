@@ -65,6 +65,12 @@ def play(run: Run, detail: dict) -> None:
     errors = [f"{p.label}: {p.error}" for p in plan if p.error]
     if errors:
         detail["errors"] = errors
+    failed = [p for p in plan if p.error and p.label.endswith(" exec")]
+    if failed:
+        p = failed[0]
+        run.not_as_planned = (f"faults.{p.label.split()[0]}.params: the exec command failed, so the "
+                              f"fault did not happen as planned ({p.error[:300]}) (fix: check the "
+                              "command and its permissions; `harness run --dry-run` prints it)")
 
 
 def heal(run: Run, detail: dict) -> None:

@@ -20,6 +20,7 @@ from core.errors import SpecError
 from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.schedule import ScheduleSpec
 from faults.selectors import selector_refs
+from harness import scenario_external
 from harness.scenario_model import (
     AppliesTo,
     Faults,
@@ -115,6 +116,7 @@ def build(b: Builder) -> Scenario:
     workload = _workload(b, topics, seed)
     _check_group_protocol(b, cluster, list(workload.consumers))
     faults = _faults(b, cluster, topics, workload)
+    scenario_external.check_fit(b, cluster, workload, faults)
     drain = _drain(b, topics, workload)
     expect = _expect(b)
     report = b.at(("report",), lambda: Report(**b.get(("report",), {})))
@@ -138,7 +140,7 @@ def _cluster(b: Builder) -> ClusterSpec:
     if isinstance(raw.get("broker_config"), dict):
         raw["broker_config"] = {k: _props(v) for k, v in raw["broker_config"].items()}
     raw.setdefault("version", "3.9")
-    return b.at(("cluster",), lambda: ClusterSpec.from_dict(raw))
+    return scenario_external.locate(b, b.at(("cluster",), lambda: ClusterSpec.from_dict(raw)))
 
 
 def _topics(b: Builder, cluster: ClusterSpec) -> tuple[TopicSpec, ...]:

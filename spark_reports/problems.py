@@ -148,4 +148,8 @@ def _metadata_gaps(tl: Timeline) -> list[dict]:
                             "text": f"the observer could not read metadata for "
                                     f"{(o.ts_us - since) / 1e6:.1f} s (leaders and ISR unknown then)"})
             since = None
+        elif o.name == "metadata-limited":
+            out.append({"kind": "observer", "at_us": o.ts_us,
+                        "text": f"the observer could not see the {o.target or 'cluster'}: "
+                                f"{o.detail.get('reason') or 'not allowed'}"})
     return out

@@ -43,6 +43,7 @@ VALID = {
     "zk-migration": (None, {"controllers": 3}, "zk-migration"),
     "controller-add": (None, {"timeout_s": 60}, "controller-add"),
     "controller-remove": (None, {"which": "leader"}, "controller-remove"),
+    "exec": (LEADER, {"inject": "echo {node}", "heal": "echo {id}"}, "exec"),
 }
 
 

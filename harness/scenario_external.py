@@ -1,0 +1,57 @@
+"""The scenario's rules for a cluster the harness did not start, or one it secured:
+what such a cluster cannot be asked (harness/scenario_build.py calls these with its
+Builder: every refusal names the file, line and field).
+
+An external cluster (`cluster.external`): only `exec` faults (the others act on the
+harness's own containers), no nemesis (it draws container faults), and no Java clients
+(they run in a container on our cluster's network). A secured cluster of ours
+(`cluster.security`): not the kinds that run Kafka's tools inside a node over PLAINTEXT
+(an upgrade's metadata step, a quorum change, the ZooKeeper migration).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from clusters.spec import ClusterSpec
+from faults.catalog import EXTERNAL_KINDS
+
+TOOL_KINDS = frozenset({"rolling-upgrade", "controller-add", "controller-remove", "zk-migration"})
+LOCATED = ("bootstrap_servers", "client_config", "client_config_file", "topic_prefix", "nodes")
+
+
+def locate(b: Any, spec: ClusterSpec) -> ClusterSpec:
+    """An external spec that knows where its fields are written (for the checks a run
+    makes before it starts, which name them as a parse error would)."""
+    if spec.external is None:
+        return spec
+    where = {key: b.source.where(("cluster", "external", key)) for key in LOCATED}
+    where[""] = b.source.where(("cluster", "external"))
+    return replace(spec, external=spec.external.with_locations(where))
+
+
+def check_fit(b: Any, cluster: ClusterSpec, workload: Any, faults: Any) -> None:
+    if cluster.external is not None:
+        _external_fit(b, workload, faults)
+    if cluster.secured:
+        for i, entry in enumerate(faults.timeline):
+            if entry.fault in TOOL_KINDS:
+                b.fail(("faults", "timeline", i, "fault"), f"{entry.fault!r} runs Kafka's tools inside "
+                       "the nodes over PLAINTEXT, which a secured cluster refuses",
+                       "remove cluster.security for this scenario, or pick another fault")
+
+
+def _external_fit(b: Any, workload: Any, faults: Any) -> None:
+    for i, entry in enumerate(faults.timeline):
+        if entry.fault not in EXTERNAL_KINDS:
+            b.fail(("faults", "timeline", i, "fault"), f"{entry.fault!r} acts on the containers of a "
+                   "cluster the harness started; this one is external",
+                   "use fault: exec with your own commands (docs/external.md has recipes)")
+    if faults.nemesis is not None:
+        b.fail(("faults", "nemesis"), "the nemesis draws container faults; this cluster is external",
+               "write a timeline of exec faults instead")
+    for kind in ("java_producers", "java_consumers"):
+        if getattr(workload, kind):
+            b.fail(("workload", kind), "Kafka's Java clients run in a container on the harness's own "
+                   "cluster network, not against an external cluster",
+                   "use producers: and consumers: (librdkafka clients)")

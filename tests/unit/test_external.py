@@ -1,0 +1,180 @@
+"""External clusters without one: secrets, client settings files, the external spec, the
+scenario renamed under a run's prefix, and what is refused before anything starts."""
+import json
+
+import pytest
+
+from clusters import client_config as cc
+from clusters.external_spec import ExternalSpec
+from clusters.secrets import HIDDEN, Redactor, redacted, resolve, secret_values
+from core.errors import SpecError
+from harness.cli import main
+from harness.external_run import check_programs, for_run, groups_of, plan_lines, watch
+from harness.scenario import load_scenario
+
+EXTERNAL = """\
+name: ext
+cluster:
+  external:
+    bootstrap_servers: localhost:1
+    client_config:
+      security.protocol: SASL_SSL
+      sasl.mechanism: SCRAM-SHA-512
+      sasl.username: chaos
+      sasl.password: ${env:KH_TEST_PW}
+    nodes:
+      kafka-0: {id: 0, pod: my-cluster-kafka-0}
+      kafka-1: {id: 1, pod: my-cluster-kafka-1}
+      kafka-2: {id: 2, pod: my-cluster-kafka-2}
+topics: [{name: t, partitions: 3, replication_factor: 3, configs: {min.insync.replicas: 2}}]
+workload:
+  duration_s: 30
+  producers: [{topic: t, rate: 100}]
+  consumers: [{group_id: g0, topics: [t]}]
+faults:
+  timeline:
+    - at: 5
+      fault: exec
+      target: {leader_of: {topic: t, partition: 0}}
+      params: {inject: "kubectl -n kafka delete pod {pod} --wait=false", heal: "echo {node} {id}"}
+      hold: 8
+"""
+
+
+def write(tmp_path, text, name="ext.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return str(path)
+
+
+# -- secrets ---------------------------------------------------------------------------
+
+def test_references_resolve_from_the_environment_and_files(tmp_path, monkeypatch):
+    monkeypatch.setenv("KH_TEST_PW", "s3cret-pw")
+    (tmp_path / "key").write_text("file-secret\n")
+    raw = {"sasl.password": "${env:KH_TEST_PW}", "ssl.key.password": f"${{file:{tmp_path}/key}}",
+           "sasl.jaas.config": 'x required username="u" password="${env:KH_TEST_PW}";'}
+    out = resolve(raw, "cluster.external.client_config")
+    assert out["sasl.password"] == "s3cret-pw" and out["ssl.key.password"] == "file-secret"
+    assert 'password="s3cret-pw"' in out["sasl.jaas.config"]
+    assert secret_values(raw, out) >= {"s3cret-pw", "file-secret"}
+
+
+def test_an_unset_variable_is_named_with_its_field_and_no_value(monkeypatch):
+    monkeypatch.delenv("KH_NOT_SET", raising=False)
+    with pytest.raises(SpecError) as e:
+        resolve({"sasl.password": "${env:KH_NOT_SET}"}, "cluster.external.client_config")
+    assert e.value.field == "cluster.external.client_config.sasl.password"
+    assert "KH_NOT_SET is not set" in str(e.value)
+
+
+def test_written_settings_keep_references_and_hide_literal_secrets():
+    out = redacted({"sasl.password": "hunter22", "sasl.username": "u", "ssl.key.password": "${env:K}",
+                    "sasl.jaas.config": 'm required username="u" password="hunter22";'})
+    assert out == {"sasl.password": HIDDEN, "sasl.username": "u", "ssl.key.password": "${env:K}",
+                   "sasl.jaas.config": HIDDEN}
+    assert Redactor({"hunter22"})("auth failed for hunter22!") == f"auth failed for {HIDDEN}!"
+
+
+# -- client settings files -------------------------------------------------------------
+
+def test_a_java_client_properties_becomes_librdkafka_settings(tmp_path):
+    path = write(tmp_path, "# from harness cluster up\nbootstrap.servers=10.0.0.2:9092\n"
+                 "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+                 'sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \\\n'
+                 '  username="admin" password="pw\\"x";\n'
+                 "ssl.truststore.type=PEM\nssl.truststore.location=/ca.pem\n", "client.properties")
+    props = cc.load_client_file(path, "f")
+    assert props["bootstrap.servers"] == "10.0.0.2:9092"
+    assert cc.to_librdkafka(props, "f") == {
+        "security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "admin",
+        "sasl.password": 'pw"x', "ssl.ca.location": "/ca.pem"}
+
+
+def test_a_json_settings_file_and_refusals(tmp_path):
+    path = write(tmp_path, json.dumps({"security.protocol": "SSL", "ssl.endpoint.identification.algorithm": ""}),
+                 "c.json")
+    assert cc.to_librdkafka(cc.load_client_file(path, "f"), "f") == {
+        "security.protocol": "SSL", "ssl.endpoint.identification.algorithm": "none"}
+    with pytest.raises(SpecError, match="JKS truststore cannot be read.*keytool -exportcert"):
+        cc.to_librdkafka({"ssl.truststore.location": "/t.jks"}, "f")
+    with pytest.raises(SpecError) as e:
+        cc.to_librdkafka({"acks": "all"}, "cluster.external.client_config")
+    assert e.value.field == "cluster.external.client_config.acks"
+
+
+def test_java_tools_get_the_password_by_reference():
+    props = cc.java_properties("b:9092", {"security.protocol": "SASL_SSL", "sasl.mechanism": "SCRAM-SHA-512",
+                                          "sasl.username": "admin", "sasl.password": "pw",
+                                          "ssl.ca.location": "/host/ca.pem"},
+                               password_ref="${env:PW}", ca_path="/etc/kafka/secrets/ca.pem")
+    assert 'password="${env:PW}"' in props["sasl.jaas.config"] and "pw\"" not in props["sasl.jaas.config"]
+    assert props["config.providers.env.class"].endswith("EnvVarConfigProvider")
+    assert props["ssl.truststore.location"] == "/etc/kafka/secrets/ca.pem"
+
+
+# -- the scenario ------------------------------------------------------------------------
+
+def test_an_external_scenario_loads_and_keeps_its_references(tmp_path):
+    s = load_scenario(write(tmp_path, EXTERNAL))
+    ext = s.cluster.external
+    assert ext.bootstrap_servers == "localhost:1" and [n.name for n in ext.nodes] == ["kafka-0", "kafka-1", "kafka-2"]
+    assert "${env:KH_TEST_PW}" in s.to_yaml() and ext.where("bootstrap_servers").endswith(
+        "ext.yaml:4 cluster.external.bootstrap_servers")
+
+
+def test_the_run_renames_topics_groups_and_targets(tmp_path):
+    s = for_run(load_scenario(write(tmp_path, EXTERNAL)), "R1")
+    assert [t.name for t in s.topics] == ["harness-R1-t"]
+    assert s.workload.producers[0].topic == "harness-R1-t"
+    assert s.workload.consumers[0].group_id == "harness-R1-g0"
+    assert s.drain.topics == ("harness-R1-t",) and s.drain.client_config["group.id"] == "harness-R1-drain"
+    assert s.faults.timeline[0].target == {"leader_of": {"topic": "harness-R1-t", "partition": 0}}
+    assert s.faults.timeline[0].resolved.selector.__name__ == "leader_of('harness-R1-t', 0)"
+    assert groups_of(s) == ["harness-R1-g0", "harness-R1-drain"]
+
+
+def test_dry_run_prints_each_command_per_node_it_could_pick(tmp_path, capsys):
+    assert main(["run", write(tmp_path, EXTERNAL), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "#     on kafka-1: inject: kubectl -n kafka delete pod my-cluster-kafka-1 --wait=false" in out
+    assert "#     on kafka-2: heal:   echo kafka-2 2" in out
+    assert plan_lines(load_scenario(write(tmp_path, EXTERNAL)))[0].startswith("timeline[0] exec at 5 s")
+
+
+def test_watch_leaves_the_faults_out(tmp_path):
+    s, dropped = watch(load_scenario(write(tmp_path, EXTERNAL)))
+    assert dropped == 1 and s.faults.timeline == ()
+
+
+@pytest.mark.parametrize("old, new, field", [
+    ('heal: "echo {node} {id}"', 'heal: "echo {broker}"', "faults.timeline[0].params.heal"),
+    ('fault: exec\n      target: {leader_of: {topic: t, partition: 0}}\n      params: {inject: "kubectl -n kafka '
+     'delete pod {pod} --wait=false", heal: "echo {node} {id}"}', "fault: kill\n      target: random_broker",
+     "faults.timeline[0].fault"),
+    ("bootstrap_servers: localhost:1", "bootstrap_servers: localhost", "cluster.external.bootstrap_servers"),
+    ("sasl.username: chaos", "sasl.username: chaos\n      acks: all", "cluster.external.client_config.acks"),
+    ("kafka-2: {id: 2,", "kafka-2: {id: 1,", "cluster.external.nodes.kafka-2.id"),
+    ("  consumers:", "  java_producers: [{topic: t}]\n  consumers:", "workload.java_producers"),
+    ("    nodes:", "    mode: kraft-combined\n    nodes:", "cluster.external.mode"),
+])
+def test_bad_external_input_names_its_field(tmp_path, capsys, old, new, field):
+    assert old in EXTERNAL
+    code = main(["run", write(tmp_path, EXTERNAL.replace(old, new)), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and field in err and "ext.yaml:" in err, err
+
+
+def test_a_program_that_is_not_here_is_refused_before_anything_starts(tmp_path):
+    s = load_scenario(write(tmp_path, EXTERNAL.replace("kubectl -n kafka", "kubectl-nowhere -n kafka")))
+    with pytest.raises(SpecError) as e:
+        check_programs(s)
+    assert "faults.timeline[0].params.inject" in e.value.field and "kubectl-nowhere" in e.value.problem
+
+
+def test_external_spec_refuses_a_bad_prefix_and_reads_no_file():
+    with pytest.raises(SpecError, match="topic_prefix"):
+        ExternalSpec.from_dict({"bootstrap_servers": "a:1", "topic_prefix": "bad prefix"})
+    spec = ExternalSpec.from_dict({"client_config_file": "/nonexistent/client.properties"})
+    with pytest.raises(SpecError, match="cannot read /nonexistent"):
+        spec.settings()
