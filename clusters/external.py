@@ -229,6 +229,7 @@ class ExternalCluster:
         try:
             return self.admin().list_topics(timeout=t)
         except KafkaException as e:
+            self.admin().poll(0.5)            # serve error_cb: the authentication or TLS error
             err = self._worst_error(e)
         raise self._connect_error(err, t)
 

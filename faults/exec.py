@@ -13,9 +13,10 @@ With a target, each command runs once per node the selector picks (selectors res
 as for every kind: `leader_of` is a broker id at injection, and that id's node), its
 template filled from that node: `{node}` (its name), `{id}`, and every field the node
 has (an external cluster's `nodes:` entry; our own nodes have `container` and `ip`).
-`{run_id}` is the run's id. A `{` before which stands a `$` is the shell's, as is one
-around anything but a plain name (`awk '{print $1}'`); `{{` is a literal `{`. Without a
-target, each command runs once with `{run_id}` only.
+`{run_id}` is the run's id. Only a plain name in braces is a key: a `{` after a `$` is
+the shell's (`${HOME}`), and so is one around anything else (`awk '{print $1}'`, a YAML
+`{name: x}`); `{{pod}}` is a literal `{pod}`. Without a target, each command runs once
+with `{run_id}` only.
 
 Each command runs through /bin/sh with a timeout (its process group killed when it
 expires); its exit status, seconds and output (the last 4000 characters, the cluster's
@@ -39,21 +40,21 @@ from core.errors import SpecError
 from faults.base import BaseFault, FaultContext, FaultError
 from faults.selectors import Selector
 
-TEMPLATE = re.compile(r"(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# {{name}}: a literal {name}; {name}: a template key; a `{` after `$` is the shell's
+TEMPLATE = re.compile(r"(?<!\$)\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}|(?<!\$)\{([A-Za-z_][A-Za-z0-9_]*)\}")
 OUTPUT_TAIL = 4000
 GLOBAL_KEYS = ("run_id",)
 
 
 def template_keys(command: str) -> list[str]:
-    return TEMPLATE.findall(command.replace("{{", "").replace("}}", ""))
+    return [m.group(2) for m in TEMPLATE.finditer(command) if m.group(2)]
 
 
 def render(command: str, values: dict[str, str]) -> str:
     """The command with each {key} filled in; KeyError naming a key `values` lacks."""
     def one(m: re.Match) -> str:
-        return values[m.group(1)]
-    parts = command.split("{{")
-    return "{".join(TEMPLATE.sub(one, p).replace("}}", "}") for p in parts)
+        return "{" + m.group(1) + "}" if m.group(1) else values[m.group(2)]
+    return TEMPLATE.sub(one, command)
 
 
 def node_vars(node: Any) -> dict[str, str]:

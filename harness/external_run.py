@@ -9,6 +9,7 @@ written as run, so the report and the history name the real topics.
 """
 from __future__ import annotations
 
+import json
 import shlex
 import shutil
 from typing import Any
@@ -128,7 +129,7 @@ def plan_lines(s: Scenario) -> list[str]:
         if e.fault != "exec":
             continue
         hold = f", healed {e.hold:g} s later" if e.hold is not None else ", healed at heal-all"
-        target = f", target {e.target}" if e.target is not None else ""
+        target = f", target {json.dumps(e.target)}" if e.target is not None else ""
         lines.append(f"timeline[{i}] exec at {e.at:g} s{hold}{target}:")
         p = e.resolved.params
         lines += [f"  {line}" for line in command_plan(p.inject, p.heal, e.target, nodes)]

@@ -53,7 +53,9 @@ def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
         sys.stdout.write(scenario.to_yaml())
         plan = external_run.plan_lines(scenario)
         if plan:
-            sys.stdout.write("# the commands exec faults would run:\n" + "".join(f"#   {line}\n" for line in plan))
+            # comment lines: the output stays a valid scenario document
+            sys.stdout.write("# the commands exec faults would run:\n" + "".join(
+                f"#   {'    ' if i else ''}{part}\n" for line in plan for i, part in enumerate(line.split("\n"))))
         return 0
     preflight(scenario)
     options = RunOptions(runs_dir=Path(args.runs_dir), verify=not args.no_verify,

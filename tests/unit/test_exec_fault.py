@@ -30,9 +30,10 @@ class _Cluster:
 
 
 def test_templates_leave_the_shells_braces_alone():
-    cmd = "echo {pod} ${HOME} $(awk '{print $1}' f) {{literal}} {run_id}"
-    assert template_keys(cmd) == ["pod", "run_id"]
-    assert render(cmd, {"pod": "p-0", "run_id": "R"}) == "echo p-0 ${HOME} $(awk '{print $1}' f) {literal} R"
+    cmd = "echo {pod} ${HOME} $(awk '{print $1}' f) {{literal}} {run_id} {a: [{pod}]}}"
+    assert template_keys(cmd) == ["pod", "run_id", "pod"]
+    assert render(cmd, {"pod": "p-0", "run_id": "R"}) == \
+        "echo p-0 ${HOME} $(awk '{print $1}' f) {literal} R {a: [p-0]}}"
     with pytest.raises(KeyError):
         render("x {nope}", {})
 

@@ -1,8 +1,10 @@
 """External clusters without one: secrets, client settings files, the external spec, the
 scenario renamed under a run's prefix, and what is refused before anything starts."""
 import json
+from pathlib import Path
 
 import pytest
+import yaml
 
 from clusters import client_config as cc
 from clusters.external_spec import ExternalSpec
@@ -178,3 +180,24 @@ def test_external_spec_refuses_a_bad_prefix_and_reads_no_file():
     spec = ExternalSpec.from_dict({"client_config_file": "/nonexistent/client.properties"})
     with pytest.raises(SpecError, match="cannot read /nonexistent"):
         spec.settings()
+
+
+RECIPES = Path(__file__).resolve().parents[2] / "docs" / "recipes"
+
+
+@pytest.mark.parametrize("recipe, expected", [
+    ("strimzi-delete-pod.yaml", "#     on kafka-1: inject: kubectl -n kafka delete pod my-cluster-kafka-1 --wait=false"),
+    ("strimzi-delete-pod.yaml", "kubectl -n kafka exec my-cluster-kafka-2 -c kafka -- bash -c 'for p in /proc/[0-9]*; "
+                                "do grep -qs kafka.Kafka $p/cmdline && kill -STOP ${p#/proc/}; done'"),
+    ("chaos-mesh-partition.yaml", "#         selector: {pods: {kafka: [my-cluster-kafka-0]}}"),
+    ("chaos-mesh-partition.yaml", "#     on kafka-0: heal:   kubectl -n kafka delete networkchaos kh-partition-<run-id>"),
+    ("systemd-ssh.yaml", "#     on kafka-3: inject: ssh kafka-3.staging.example sudo systemctl kill --signal=SIGKILL"),
+    ("docker.yaml", "#     on kafka-2: heal:   docker unpause kh-<cluster id>-kafka-kafka-2"),
+])
+def test_each_recipes_command_plan(recipe, expected, capsys):
+    """docs/recipes: each loads, and --dry-run prints its commands filled in per node (no
+    secret, no cluster and no kubectl needed)."""
+    assert main(["run", str(RECIPES / recipe), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert expected in out, out
+    yaml.safe_load(out)                       # still a scenario document: the plan is comments
