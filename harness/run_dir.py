@@ -44,7 +44,8 @@ def write_manifest(run: Run, engine: dict | None = None, **end: Any) -> None:
                 return None
         s = run.scenario
         doc = {"run_id": run.ctx.run_id, "scenario": s.name, "seed": run.ctx.seed,
-               "kafka": s.cluster.kafka.version, "harness": pkg("kafka-harness"),
+               "kafka": s.cluster.kafka.version if s.cluster.external is None else
+               f"external (declared {s.cluster.version})", "harness": pkg("kafka-harness"),
                "python": platform.python_version(), "spark": pkg("pyspark"),
                "confluent_kafka": pkg("confluent-kafka"),
                "docker": (engine or {}).get("Version"), "host": platform.node(),

@@ -8,8 +8,11 @@ teardown, newest first:
 
   phase            module            makes                          removed by
   validate         run_dir           scenario.yaml, manifest.json   -
+                                     (external: names under the run's prefix)
   images           run_cluster       the images (cached)            -
-  cluster-up       run_cluster       the DockerCluster              cluster-stop, logs
+  cluster-up       run_cluster       the DockerCluster, or an       cluster-stop, logs
+                                     ExternalCluster (its stop
+                                     deletes the run's topics)
   observer         run_cluster       the metadata observer          logs (observer-stop)
   topics           run_cluster       the topics                     (with the cluster)
   workloads-start  run_workloads     groups, producers, Java        workloads-stop
