@@ -75,7 +75,6 @@ class Progress:
         self._thread: threading.Thread | None = None
         self._live = None
         self._started = time.monotonic()
-        self._watched = watched_partition(run.scenario)
 
     def start(self) -> None:
         if not self.plain:
@@ -124,7 +123,7 @@ class Progress:
             remaining = f", load {max(0.0, left):.0f} s left"
         ps = r.per_s
         active = run.faults.active() if run.faults is not None else []
-        topic, partition = self._watched
+        topic, partition = watched_partition(self.run.scenario)   # as run (external: prefixed)
         leader = run.observer.leader(topic, partition) if run.observer is not None else None
         return {
             "phase": f"{run.phases.current or '-'} ({elapsed:.0f} s{remaining})",
