@@ -1,6 +1,6 @@
 """Our verifiable producer vs Kafka's Java VerifiableProducer, same cluster, same run.
 
-    .venv/bin/python benchmarks/producer_bench.py [--records 200000] [--rounds 2]
+    .venv/bin/python benchmarks/producer_bench.py [--records 200000] [--rounds 2] [--security sasl_ssl]
 
 One 3-broker KRaft cluster, one topic (6 partitions, RF 3, min.insync.replicas 2).
 Both producers: acks=all, idempotent, linger.ms=5, every outcome recorded (ours:
@@ -22,6 +22,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -39,7 +40,7 @@ def ours(cluster, topic: str, records: int, processes: int, run_dir: str) -> dic
     per = records // processes
     procs = [ProducerProcess(ProducerSpec(name=f"p{i}", topic=topic, records=per, acks="all",
                                           enable_idempotence=True, linger_ms=5, record_size=100),
-                             RunContext(cluster.run_id, Path(run_dir), None, cluster))
+                             _context(cluster, run_dir))
              for i in range(processes)]
     t0 = time.monotonic()
     try:
@@ -59,9 +60,14 @@ def ours(cluster, topic: str, records: int, processes: int, run_dir: str) -> dic
             "rate": round(len(t) / span), "wall_s": round(wall, 2)}
 
 
+def _context(cluster, run_dir: str) -> RunContext:
+    """The clients' context: a secured cluster's connection settings included."""
+    return RunContext(cluster.run_id, Path(run_dir), None, cluster, client_config=cluster.client_config())
+
+
 def java(cluster, topic: str, records: int, run_dir: str) -> dict:
     t0 = time.monotonic()
-    info = run_java_producer(RunContext(cluster.run_id, Path(run_dir), None, cluster), topic=topic,
+    info = run_java_producer(_context(cluster, run_dir), topic=topic,
                              max_messages=records, prefix=0, acks="all", config={"linger.ms": 5})
     wall = time.monotonic() - t0
     span = (info["last_ack_us"] - info["startup_us"]) / 1e6
@@ -76,8 +82,11 @@ def main() -> int:
     ap.add_argument("--records", type=int, default=200_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--version", default="3.9")
+    ap.add_argument("--security", default="none", choices=["none", "sasl_ssl"],
+                    help="sasl_ssl: SCRAM-SHA-512 over TLS on every listener (clusters/security.py)")
     args = ap.parse_args()
-    spec = ClusterSpec.kraft_combined(args.version).with_config({"min.insync.replicas": "2"})
+    spec = replace(ClusterSpec.kraft_combined(args.version).with_config({"min.insync.replicas": "2"}),
+                   security=args.security)
     results: dict[str, list[dict]] = {"java": [], "ours_1proc": [], "ours_2proc": []}
     with DockerCluster(spec) as cluster, tempfile.TemporaryDirectory() as tmp:
         def topic(i: int, who: str) -> str:
@@ -98,7 +107,7 @@ def main() -> int:
     print(json.dumps({"median_rate": med,
                       "ratio_1proc_vs_java": round(med["ours_1proc"] / med["java"], 2),
                       "ratio_2proc_vs_java": round(med["ours_2proc"] / med["java"], 2),
-                      "records": args.records, "rounds": args.rounds,
+                      "records": args.records, "rounds": args.rounds, "security": args.security,
                       "caveat": "Java values are ~8 bytes ('0.<n>'), ours 100 bytes"}, indent=1))
     return 0
 
