@@ -75,3 +75,31 @@ def test_the_plan_names_each_node_a_selector_could_pick():
     assert command_plan("stop {node}", "start {node}", "active_controller", nodes) == [
         "on c-0: inject: stop c-0", "on c-0: heal:   start c-0"]
     assert command_plan("apply {run_id}", None, None, nodes, run_id="R") == ["inject: apply R"]
+
+
+def test_a_failed_exec_fault_makes_the_run_exit_2_naming_it(tmp_path):
+    """The run is judged and reported, but its result says the experiment did not happen
+    as planned (exit 2), naming the fault; other kinds' errors keep the verdict."""
+    from types import SimpleNamespace
+
+    from core.context import RunContext
+    from harness import run_faults
+    from harness.phases import PhaseLog
+    from harness.run import Run
+
+    ctx = RunContext("R1", tmp_path, None)
+    run = Run(ctx, scenario=None, phases=PhaseLog(tmp_path, None))
+    failed = SimpleNamespace(label="timeline[1] exec", error="inject: FaultError: `docker kill x` exited 1: "
+                             "No such container: x", to_dict=lambda: {})
+    kill = SimpleNamespace(label="timeline[0] kill", error="inject: SelectorError: no leader", to_dict=lambda: {})
+    verdict = SimpleNamespace(exit_code=0, status="passed", reason=None)
+    run.verified = SimpleNamespace(verdict=verdict, summary={"counts": {}})
+    run.faults = SimpleNamespace(play=lambda scenario: [kill])
+    run_faults.play(run, {})
+    assert run.result().exit_code == 0            # another kind's error: listed, verdict kept
+    run.faults = SimpleNamespace(play=lambda scenario: [kill, failed])
+    run_faults.play(run, {})
+    result = run.result()
+    assert result.exit_code == 2 and result.status == "unknown"
+    assert result.reason.startswith("faults.timeline[1].params: the exec command failed")
+    assert "No such container: x" in result.reason and result.summary == {"counts": {}}
