@@ -299,8 +299,9 @@ def _leadership_and_recovery(summary: dict, m: dict, t0: int) -> str:
                                      m.get("unavailability") or [], faults, t0,
                                      m.get("run_end_us") or t0, marks, brokers),
                 "leader/ISR timeline")]
-    un = m.get("unavailability") or []
     labels = {f["fault_id"]: f.get("label") or f["name"] for f in faults}
+    out.append(_changes(tl.get("observations") or [], brokers, labels, t0, opened=not faults))
+    un = m.get("unavailability") or []
     thr = (summary.get("config") or {}).get("unavailability_threshold_s")
     out.append(f"<p>Unavailability windows (no successful ack for more than {_fmt(thr)} s "
                f"while sends were pending; not before a partition's first ack): {len(un)}</p>")
@@ -324,6 +325,32 @@ def _leadership_and_recovery(summary: dict, m: dict, t0: int) -> str:
               f"{len(r['partitions'])} ({r['partitions_from']})",
               ", ".join(r.get("never_recovered") or [])] for r in rec], fit=True))
     return "".join(out)
+
+
+CHANGES_SHOWN = 300
+
+
+def _changes(observations: list[dict], brokers: dict, labels: dict, t0: int, opened: bool) -> str:
+    """Every leader, ISR and controller change the observer saw, in order (open when the
+    run had no faults of its own: `--watch`, where they are the story)."""
+    rows = []
+    for o in observations:
+        name, target, leader = o.get("name"), o.get("target"), o.get("leader")
+        if name not in ("leader", "isr", "controller"):
+            continue
+        where = f"{o.get('topic')}-{o['partition']}" if o.get("partition") is not None else "cluster"
+        if name == "leader":
+            now = "none" if leader is None else brokers.get(leader, target or leader)
+        elif name == "isr":
+            now = ", ".join(str(brokers.get(b, b)) for b in o.get("isr") or []) or "empty"
+        else:
+            now = target or "none"
+        rows.append([when(o["ts_us"], t0), name, where, now, labels.get(o.get("fault_id"), "–")])
+    more = f" (the first {CHANGES_SHOWN})" if len(rows) > CHANGES_SHOWN else ""
+    return (f"<details{' open' if opened else ''}><summary>Every leader, ISR and controller change "
+            f"the observer saw: {len(rows)}{more}</summary>"
+            + _table(["at", "what", "where", "now", "during"], rows[:CHANGES_SHOWN], fit=True)
+            + "</details>")
 
 
 def _configuration(summary: dict, scenario: dict | None, manifest: dict | None) -> str:

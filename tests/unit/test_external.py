@@ -201,3 +201,16 @@ def test_each_recipes_command_plan(recipe, expected, capsys):
     out = capsys.readouterr().out
     assert expected in out, out
     yaml.safe_load(out)                       # still a scenario document: the plan is comments
+
+
+def test_the_report_lists_every_change_the_observer_saw():
+    """--watch: no faults, so the leader/ISR/controller changes are the story (open)."""
+    from spark_reports.report_html import _changes
+    obs = [{"ts_us": 1_000_000, "name": "leader", "topic": "t", "partition": 0, "leader": 2, "target": "kafka-2"},
+           {"ts_us": 2_500_000, "name": "isr", "topic": "t", "partition": 0, "isr": [2, 3], "fault_id": "f1"},
+           {"ts_us": 3_000_000, "name": "controller", "target": "kafka-1"},
+           {"ts_us": 3_000_000, "name": "metadata-available"}]
+    html = _changes(obs, {2: "kafka-2", 3: "kafka-3"}, {"f1": "timeline[0] exec"}, 0, opened=True)
+    assert html.startswith("<details open>") and "change the observer saw: 3<" in html
+    for cell in ("+1.000 s", "t-0", "kafka-2, kafka-3", "timeline[0] exec", "kafka-1"):
+        assert cell in html, cell
