@@ -3,8 +3,8 @@
 Per cluster, made when it starts (`ClusterSecurity.create`) in its mount directory
 (removed with the cluster, or by `harness gc`):
 
-- a CA (EC P-256, 30 days) and, per node, a key and certificate it signed, in a
-  PKCS#12 keystore. A certificate names the node's alias (`kafka-1`: how nodes reach
+- a CA (EC P-256, 30 days; its key in a directory of its own, never mounted) and, per
+  node, a key and certificate it signed, in a PKCS#12 keystore. A certificate names the node's alias (`kafka-1`: how nodes reach
   each other), `toxiproxy`, and the first 64 addresses of the cluster's Docker network:
   clients reach brokers by the address Docker hands a container at start, which is only
   known then, and clients verify the name they connect to (librdkafka's and Java's
@@ -106,14 +106,20 @@ class ClusterSecurity:
 
     @classmethod
     def create(cls, directory: Path, subnet: str | None) -> "ClusterSecurity":
-        directory.mkdir(parents=True, exist_ok=True)
-        os.chmod(directory, 0o700)
+        """`directory` is mounted into the nodes; the CA's key stays beside it, unmounted."""
+        for d in (directory, directory.with_name(directory.name + "-ca")):
+            d.mkdir(parents=True, exist_ok=True)
+            os.chmod(d, 0o700)
         sec = cls(directory, subnet, secrets.token_hex(16), secrets.token_hex(16))
         _openssl("req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                 "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "30",
+                 "-nodes", "-keyout", str(sec.ca_key), "-out", "ca.pem", "-days", "30",
                  "-subj", "/CN=harness-ca", "-addext", "basicConstraints=critical,CA:TRUE",
                  "-addext", "keyUsage=critical,keyCertSign,cRLSign", cwd=directory)
         return sec
+
+    @property
+    def ca_key(self) -> Path:
+        return self.directory.with_name(self.directory.name + "-ca") / "ca.key"
 
     @property
     def ca_file(self) -> Path:
@@ -136,7 +142,7 @@ class ClusterSecurity:
                                         "basicConstraints=CA:FALSE\n")
         _openssl("req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
                  "-keyout", f"{alias}.key", "-out", f"{alias}.csr", "-subj", f"/{NODE_SUBJECT}", cwd=d)
-        _openssl("x509", "-req", "-in", f"{alias}.csr", "-CA", "ca.pem", "-CAkey", "ca.key",
+        _openssl("x509", "-req", "-in", f"{alias}.csr", "-CA", "ca.pem", "-CAkey", str(self.ca_key),
                  "-set_serial", f"0x{secrets.token_hex(8)}", "-days", "30", "-out", f"{alias}.pem",
                  "-extfile", f"{alias}.ext", cwd=d)
         _openssl("pkcs12", "-export", "-inkey", f"{alias}.key", "-in", f"{alias}.pem",

@@ -82,6 +82,7 @@ def test_certificates_name_the_alias_and_the_networks_first_addresses(tmp_path):
     sec = ClusterSecurity.create(tmp_path / "s", "172.30.0.0/16")
     sec.ensure_node("kafka-1")
     assert (tmp_path / "s" / "kafka-1.p12").exists() and not (tmp_path / "s" / "kafka-1.key").exists()
+    assert not (tmp_path / "s" / "ca.key").exists() and (tmp_path / "s-ca" / "ca.key").exists()
     names = sec._names("kafka-1")
     assert "DNS:kafka-1" in names and "IP:172.30.0.2" in names and "IP:172.30.0.64" in names
     assert sec.fill(f"p={ADMIN_PASSWORD}") == f"p={sec.admin_password}"
