@@ -276,7 +276,11 @@ def java_run_of(run: "RunContext", version: str | None = None) -> JavaRun:
         image = ensure_images([version])[f"kafka-{version}"]
     settings, env, volumes = run.cluster.java_client() if isinstance(run.cluster, JavaClientAccess) \
         else ({}, {}, {})
-    return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id,
+    opts = JavaRun.java_opts
+    if "config.providers" in settings:
+        # Kafka 3.8+ lets a client instantiate only the config providers this names
+        opts += f" -Dorg.apache.kafka.automatic.config.providers={settings['config.providers.env.class']}"
+    return JavaRun(image=image, network=run.cluster.network_name, run_id=run.run_id, java_opts=opts,
                    settings=tuple(settings.items()), env=tuple(env.items()), volumes=tuple(volumes.items()))
 
 
