@@ -88,6 +88,7 @@ class DockerCluster:
         self.security: ClusterSecurity | None = None
         self.name = f"kh-{self.run_id}-{spec.name}"
         self._network: Network | None = None
+        self._start_cut_short = False     # start() ended by an exception (Ctrl-C, a failure)
         self._nodes: list[DockerNode] = []
         self._toxiproxy: DockerNode | None = None
         self._retired: list[DockerNode] = []              # stopped for good (retire_node)
@@ -128,6 +129,7 @@ class DockerCluster:
             self._start_nodes()
             self.wait_healthy(timeout)
         except BaseException:
+            self._start_cut_short = True
             self.stop()
             raise
         if self.keep:
@@ -276,7 +278,16 @@ class DockerCluster:
     def stop(self) -> None:
         """Remove every container, the network and the mounts of this run. Idempotent."""
         self._admin = self._create_admin = None
-        errors = remove_run(self.run_id)
+        errors = sweep_run(self.run_id)
+        if self._start_cut_short:
+            # A Docker call cut short by Ctrl-C (network or container create) still completes
+            # in the daemon after we listed: look again once it has had time to land.
+            time.sleep(1.0)
+            errors = sweep_run(self.run_id)
+        try:
+            storage.unmount_run(self.run_id)
+        except Exception as e:
+            errors.append(f"mounts: {e}")
         self._nodes, self._retired = [], []
         self._toxiproxy = None
         cleanup.unregister(self)
@@ -538,10 +549,9 @@ class DockerCluster:
         return written
 
 
-def remove_run(run_id: str) -> list[str]:
-    """Remove every container and network labelled with the run id, then its mounts (and
-    what else lives in its mount directory: a secured cluster's certificates); each step
-    runs even if an earlier one failed. Returns what could not be removed."""
+def sweep_run(run_id: str) -> list[str]:
+    """One pass over the containers labelled with the run id, then its networks; each
+    removal runs even if an earlier one failed. Returns what could not be removed."""
     errors: list[str] = []
     try:
         client = docker_client()
@@ -557,6 +567,14 @@ def remove_run(run_id: str) -> list[str]:
                 errors.append(f"network {n.name}: {e}")
     except Exception as e:
         errors.append(f"docker: {e}")
+    return errors
+
+
+def remove_run(run_id: str) -> list[str]:
+    """Remove every container and network labelled with the run id, then its mounts (and
+    what else lives in its mount directory: a secured cluster's certificates); each step
+    runs even if an earlier one failed. Returns what could not be removed."""
+    errors = sweep_run(run_id)
     try:
         storage.unmount_run(run_id)
     except Exception as e:

@@ -4,8 +4,9 @@ Per cluster, made when it starts (`ClusterSecurity.create`) in its mount directo
 (removed with the cluster, or by `harness gc`):
 
 - a CA (EC P-256, 30 days; its key in a directory of its own, never mounted) and, per
-  node, a key and certificate it signed, in a PKCS#12 keystore. A certificate names the node's alias (`kafka-1`: how nodes reach
-  each other), `toxiproxy`, and the first 64 addresses of the cluster's Docker network:
+  node, a key and certificate it signed, in a PKCS#12 keystore. A certificate names the
+  node's alias (`kafka-1`: how nodes reach each other), `toxiproxy`, and the first 64
+  addresses of the cluster's Docker network:
   clients reach brokers by the address Docker hands a container at start, which is only
   known then, and clients verify the name they connect to (librdkafka's and Java's
   default). Subject CN=harness-node for every node: the principal of the KRaft
