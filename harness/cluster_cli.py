@@ -25,13 +25,16 @@ from typing import TYPE_CHECKING
 
 from clusters import storage
 from clusters.labels import KEPT, RUN_ID, new_run_id
-from core.errors import HarnessError
+from core.errors import HarnessError, SpecError
 
 if TYPE_CHECKING:
     from clusters.docker_cluster import DockerCluster
 
 STATE = "cluster.json"
 CLIENT_FILE = "client.properties"
+# What a spec-only file (only `cluster:`) lacks to be a scenario; `up` uses only its cluster.
+SPEC_ONLY_FILL = {"topics": [{"name": "t", "partitions": 1, "replication_factor": 1}],
+                  "workload": {"producers": [{"topic": "t"}]}}
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -60,8 +63,7 @@ def _state_dir(cluster_id: str) -> Path:
 def up_command(args: argparse.Namespace) -> int:
     from clusters.docker_cluster import DockerCluster
     from harness.run_cli import preflight
-    from harness.scenario import load_scenario
-    scenario = load_scenario(args.scenario, tuple(args.overrides))
+    scenario = load_cluster_scenario(args.scenario, tuple(args.overrides))
     if scenario.cluster.external is not None:
         raise HarnessError("harness cluster up starts one of our clusters; this scenario's is external")
     preflight()
@@ -78,6 +80,26 @@ def up_command(args: argparse.Namespace) -> int:
               f"client settings: {info['client_config_file']}\n"
               f"remove it with: harness cluster down {info['id']}")
     return 0
+
+
+def load_cluster_scenario(path_or_name: str | None, overrides: tuple[str, ...] = ()):
+    """A scenario, or a spec: a file with only `cluster:` (and perhaps `name:`), whose
+    cluster is validated as a scenario's is (the file, line and field named)."""
+    from harness.scenario import known_fields, parse_scenario, resolve_path
+    from harness.yamlsource import apply_set, load_yaml
+    path = resolve_path(path_or_name)
+    try:
+        text = path.read_text()
+    except OSError as e:
+        raise SpecError(str(path), f"cannot read it ({e.strerror})", "check the path") from None
+    data, source = load_yaml(text, str(path))
+    if isinstance(data, dict) and set(data) <= {"name", "cluster"}:
+        data = {**data, **SPEC_ONLY_FILL}
+    if isinstance(data, dict):
+        known = known_fields()
+        for assignment in overrides:
+            data = apply_set(data, assignment, known, source)
+    return parse_scenario(data, source)
 
 
 def _write_state(cluster: "DockerCluster") -> dict:

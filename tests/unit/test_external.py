@@ -214,3 +214,16 @@ def test_the_report_lists_every_change_the_observer_saw():
     assert html.startswith("<details open>") and "change the observer saw: 3<" in html
     for cell in ("+1.000 s", "t-0", "kafka-2, kafka-3", "timeline[0] exec", "kafka-1"):
         assert cell in html, cell
+
+
+def test_cluster_up_takes_a_file_with_only_a_cluster(tmp_path):
+    from harness.cluster_cli import load_cluster_scenario
+    spec = write(tmp_path, "cluster: {mode: kraft-combined, version: '3.9', brokers: 3, security: sasl_ssl}\n")
+    s = load_cluster_scenario(spec, ("cluster.brokers=5",))
+    assert (s.cluster.security, s.cluster.brokers) == ("sasl_ssl", 5)
+    assert load_cluster_scenario("quick").cluster == load_scenario("quick").cluster
+    bad = write(tmp_path, "cluster: {mode: kraft-combined, brokers: 9}\n", "bad.yaml")
+    with pytest.raises(SpecError, match=r"bad.yaml:1 cluster.brokers"):
+        load_cluster_scenario(bad)
+    with pytest.raises(SpecError, match="workload.producers"):   # a scenario is still a whole scenario
+        load_cluster_scenario(write(tmp_path, "cluster: {brokers: 3}\ntopics: [{name: t}]\n", "s.yaml"))
