@@ -5,9 +5,9 @@ It owns only what it creates. `check()` (before a run starts, and again when the
 cluster phase makes it) connects within the spec's connect timeout, authenticates,
 refuses a topic prefix that some topic already has, and asks Kafka whether the user may
 create the run's topics (CreateTopics with validate_only: nothing is made). `create_topic`
-refuses a name without the run's prefix; `partitions()` reads only the run's topics
-(DescribeTopics); `stop()` deletes the topics and consumer groups the run made unless
-the spec keeps them. Nothing else of the cluster is written, read or deleted.
+refuses a name without the run's prefix; `partitions()` reads only the run's topics (a
+Metadata request naming them); `stop()` deletes the topics and consumer groups the run
+made unless the spec keeps them. Nothing else of the cluster is written, read or deleted.
 
 The observer reads it through the Admin API (leaders and ISRs of the run's topics) and
 the metadata quorum's leader (DescribeQuorum, clusters/kafka_wire.py) where the cluster
@@ -25,7 +25,7 @@ import logging
 import time
 from collections.abc import Iterable
 
-from confluent_kafka import KafkaError, KafkaException, TopicCollection
+from confluent_kafka import KafkaError, KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from clusters.admin_retry import AdminError, admin_retry, describe
@@ -276,14 +276,22 @@ class ExternalCluster:
 
     # -- reading -----------------------------------------------------------------------------
     def _describe(self, names: list[str], timeout: float) -> list[PartitionState]:
+        """The run's topics as a Metadata request for each names them, sent to any broker
+        that answers (not DescribeTopics: librdkafka sends that to the broker it holds for
+        the controller, and a KRaft cluster names a random broker there; once that broker
+        is killed or paused, every describe waited until librdkafka learned another, 20 s
+        and more, in which the observer saw nothing and selectors waited). A topic the
+        answering broker does not know yet is left out."""
         def ask(budget: float):
-            futures = self.admin().describe_topics(TopicCollection(names), request_timeout=budget)
-            return [f.result(timeout=budget + 1) for f in futures.values()]
+            return [self.admin().list_topics(topic=name, timeout=budget).topics.get(name)
+                    for name in names]
         out = []
         for t in admin_retry("describing the run's topics", ask, timeout, attempt_s=2.0):
-            for p in t.partitions:
-                out.append(PartitionState(t.name, p.id, p.leader.id if p.leader is not None else None,
-                                          tuple(r.id for r in p.replicas), tuple(r.id for r in p.isr)))
+            if t is None or t.error is not None:
+                continue
+            for p in t.partitions.values():
+                out.append(PartitionState(t.topic, p.id, p.leader if p.leader >= 0 else None,
+                                          tuple(p.replicas), tuple(p.isrs)))
         return sorted(out, key=lambda s: (s.topic, s.partition))
 
     def _described_brokers(self) -> list[ExternalBroker]:
