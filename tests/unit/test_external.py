@@ -227,3 +227,27 @@ def test_cluster_up_takes_a_file_with_only_a_cluster(tmp_path):
         load_cluster_scenario(bad)
     with pytest.raises(SpecError, match="workload.producers"):   # a scenario is still a whole scenario
         load_cluster_scenario(write(tmp_path, "cluster: {brokers: 3}\ntopics: [{name: t}]\n", "s.yaml"))
+
+
+def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
+    """An external cluster's limits (e.g. no DESCRIBE on the cluster: no DescribeQuorum) are
+    one `metadata-limited` observation each, which the report's "what else went wrong" names."""
+    from clusters.observer import MetadataObserver
+    from core.history import EventLog, read_table
+    from spark_reports.problems import find_problems
+    from spark_reports.storage import RunLocation
+    from spark_reports.timeline import Observation, Timeline
+
+    events = EventLog(tmp_path, "R1", writer_name="t")
+    observer = MetadataObserver(cluster=None, events=events)
+    why = "DescribeQuorum: CLUSTER_AUTHORIZATION_FAILED (the credentials lack DESCRIBE on the cluster)"
+    observer._say_limits({"controller": why})
+    observer._say_limits({"controller": why})
+    events.close()
+    [row] = [e for e in read_table(tmp_path, "events").to_pylist() if e["name"] == "metadata-limited"]
+    assert row["target"] == "controller" and json.loads(row["detail"])["reason"] == why
+    tl = Timeline(observations=[Observation(row["ts_us"], row["name"], row["target"], None, None, None, None,
+                                            json.loads(row["detail"]))])
+    [problem] = find_problems(tl, {}, RunLocation.of(str(tmp_path)))
+    assert problem["kind"] == "observer"
+    assert problem["text"] == f"the observer could not see the controller: {why}"
