@@ -31,6 +31,7 @@ from clusters.docker_cluster import DockerCluster  # noqa: E402
 from clusters.spec import ClusterSpec  # noqa: E402
 from core.context import RunContext  # noqa: E402
 from core.history import read_table  # noqa: E402
+from workloads.connection import connected  # noqa: E402
 from workloads.java_clients import run_java_producer  # noqa: E402
 from workloads.producer import ProducerProcess  # noqa: E402
 from workloads.spec import ProducerSpec  # noqa: E402
@@ -38,9 +39,12 @@ from workloads.spec import ProducerSpec  # noqa: E402
 
 def ours(cluster, topic: str, records: int, processes: int, run_dir: str) -> dict:
     per = records // processes
-    procs = [ProducerProcess(ProducerSpec(name=f"p{i}", topic=topic, records=per, acks="all",
-                                          enable_idempotence=True, linger_ms=5, record_size=100),
-                             _context(cluster, run_dir))
+    ctx = _context(cluster, run_dir)
+    # connected(): the cluster's TLS/SASL settings in the producer's client_config, as the
+    # runner's start_producer gives them (without it a secured cluster acks nothing)
+    procs = [ProducerProcess(connected(ProducerSpec(name=f"p{i}", topic=topic, records=per, acks="all",
+                                                    enable_idempotence=True, linger_ms=5, record_size=100),
+                                       ctx), ctx)
              for i in range(processes)]
     t0 = time.monotonic()
     try:
