@@ -2,8 +2,9 @@
 with `cluster.security: sasl_ssl`): the bad inputs an external run refuses before it
 starts (exit 2, the field named), then one SASL_SSL run whose exec faults call docker
 (kill the leader, pause a follower), judged as the built-in kill and pause would be; the
-password nowhere in the run dir or the output; the run's topics gone; a prefix some topic
-has refused; `harness cluster down` leaves nothing."""
+password nowhere in the run dir or the output; the run's topics gone; an exec command that
+fails mid-run judged and exit 2 naming it; a prefix some topic has refused; `harness
+cluster down` leaves nothing."""
 from __future__ import annotations
 
 import json
@@ -37,7 +38,8 @@ def harness(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
                           env={**os.environ, **(env or {})})
 
 
-def scenario(info: dict, prefix: str, faults: str, config: str = "", keep: bool = False) -> str:
+def scenario(info: dict, prefix: str, faults: str, config: str = "", keep: bool = False,
+             duration_s: int = 40) -> str:
     nodes = "\n".join(f"      {name}: {{id: {n['id']}, role: {n['role']}, container: {n['container']}}}"
                       for name, n in info["nodes"].items())
     return f"""\
@@ -53,7 +55,7 @@ cluster:
 {nodes}
 topics: [{{name: t, partitions: 3, replication_factor: 3, configs: {{min.insync.replicas: 2}}}}]
 workload:
-  duration_s: 40
+  duration_s: {duration_s}
   producers: [{{topic: t, rate: 1000, acks: all, enable_idempotence: true}}]
   consumers: [{{group_id: g0, topics: [t]}}]
 faults:
@@ -73,6 +75,15 @@ FAULTS = """\
       target: {one_follower_of: {topic: t, partition: 0}}
       params: {inject: "docker pause {container}", heal: "docker unpause {container}"}
       hold: 6
+"""
+
+
+FAILING = """\
+    - at: 2
+      fault: exec
+      target: {leader_of: {topic: t, partition: 0}}
+      params: {inject: "docker kill {container}-gone", timeout_s: 10}
+      hold: 2
 """
 
 
@@ -192,6 +203,21 @@ def test_external_sasl_ssl_run_on_a_kept_cluster(kept_cluster, tmp_path):
     assert not [t for t in topics if t.startswith(prefix)], sorted(topics)
     groups = admin.list_consumer_groups().result(30).valid
     assert not [g.group_id for g in groups if g.group_id.startswith(prefix)]
+
+    # an exec command that fails while the run goes on: the run is judged and reported, and
+    # exits 2 naming the fault and what the command said
+    failing = tmp_path / "failing.yaml"
+    other = f"kh-it-{secrets.token_hex(3)}-"
+    failing.write_text(scenario(info, other, FAILING, duration_s=8))
+    r = harness("run", str(failing), "--runs-dir", str(tmp_path / "runs-failing"), "--plain", timeout=600)
+    assert r.returncode == 2, (r.stdout + r.stderr)[-5000:]
+    assert "faults.timeline[0].params: the exec command failed" in r.stderr, r.stderr
+    assert "No such container" in r.stderr, r.stderr
+    [failed_dir] = list((tmp_path / "runs-failing").iterdir())
+    assert (failed_dir / "report" / "summary.json").exists()
+    [fault] = json.loads((failed_dir / "faults.json").read_text())
+    assert fault["error"] and fault["detail"]["commands"][0]["exit_code"] not in (0, None)
+    assert not [t for t in admin.list_topics(timeout=30).topics if t.startswith(other)]
 
     # a prefix some topic has is refused (as a second run with a kept run's prefix is)
     admin.create_topics([NewTopic(f"{prefix}left-over", 1, 1)])[f"{prefix}left-over"].result(30)
