@@ -39,6 +39,11 @@ class ChurningProducer:
         self._thread = threading.Thread(target=self._churn_loop, name=f"churn-{spec.name}", daemon=True)
 
     @property
+    def txn_id(self) -> str | None:
+        """The transactional.id every incarnation shares (the first one's)."""
+        return self.incarnations[0].txn_id if self.incarnations else None
+
+    @property
     def current(self) -> ProducerProcess:
         return self.incarnations[-1]
 
