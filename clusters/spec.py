@@ -15,7 +15,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, all_versions, resolve_version
+from clusters.versions import (
+    DEFAULT_VERSION,
+    DYNAMIC_QUORUM,
+    ELR,
+    TRANSACTION_VERSION,
+    KafkaVersion,
+    all_versions,
+    resolve_version,
+)
 from core.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
@@ -74,6 +82,10 @@ class ClusterSpec:
     # controller.quorum.bootstrap.servers and added or removed at run time
     # (faults controller-add, controller-remove) instead of a fixed voters list.
     dynamic_quorum: bool = False
+    # KIP-890 part 2 (4.0+): the transaction.version feature a new cluster is formatted
+    # with; 2 turns transactions v2 on for clients that speak it (the 4.x Java client),
+    # 1 holds every client at v1. None: the line's default (2 from 4.0).
+    transaction_version: int | None = None
 
     def __post_init__(self) -> None:
         self.validate()
@@ -116,6 +128,9 @@ class ClusterSpec:
         if kw.get("eligible_leader_replicas") not in (None, True, False):
             raise SpecError("cluster.eligible_leader_replicas", f"{kw['eligible_leader_replicas']!r}",
                             "write true or false (or leave it out for the line's default)")
+        if kw.get("transaction_version") not in (None, 0, 1, 2):
+            raise SpecError("cluster.transaction_version", f"{kw['transaction_version']!r}",
+                            "write 1 (transactions v1) or 2 (v2), or leave it out")
         for key in ("brokers", "controllers", "zookeepers", "heap_mb", "log_dir_size_mb"):
             if key in kw and not isinstance(kw[key], int):
                 raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
@@ -196,7 +211,7 @@ class ClusterSpec:
             "broker_config": {str(b): dict(p) for b, p in self.broker_config},
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
-            "dynamic_quorum": self.dynamic_quorum,
+            "dynamic_quorum": self.dynamic_quorum, "transaction_version": self.transaction_version,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -213,6 +228,9 @@ class ClusterSpec:
             raise SpecError("eligible_leader_replicas", f"Kafka {kafka.version} has no eligible "
                             "leader replicas (KIP-966 arrived in 4.0)",
                             "remove it, or use version 4.0 or later")
+        if self.transaction_version is not None and not kafka.has(TRANSACTION_VERSION):
+            raise SpecError("transaction_version", f"Kafka {kafka.version} has no transaction.version "
+                            "feature (KIP-890 part 2 arrived in 4.0)", "remove it, or use version 4.0 or later")
         if self.dynamic_quorum and not (self.is_kraft and kafka.has(DYNAMIC_QUORUM)):
             raise SpecError("dynamic_quorum", f"a dynamic KRaft quorum (KIP-853) needs KRaft on 3.9 "
                             f"or later; this cluster is {self.mode} {kafka.version}",

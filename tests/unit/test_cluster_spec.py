@@ -89,3 +89,15 @@ def test_cluster_min_isr_applies_to_topics():
     with pytest.raises(SpecError):
         validate_topic(spec, "t", 1, 2, None)
     validate_topic(spec, "t", 1, 3, None)
+
+
+def test_transaction_version_formats_the_cluster_on_4x_only():
+    from clusters.config import format_args
+    held = ClusterSpec.from_dict({"version": "4.3.1", "transaction_version": 1})
+    assert "--feature transaction.version=1" in format_args(held)
+    assert "transaction.version" not in format_args(ClusterSpec.from_dict({"version": "4.3.1"}))
+    with pytest.raises(SpecError, match="no transaction.version feature"):
+        ClusterSpec.from_dict({"version": "3.9.2", "transaction_version": 1})
+    with pytest.raises(SpecError) as e:
+        ClusterSpec.from_dict({"version": "4.3.1", "transaction_version": 3})
+    assert e.value.field == "cluster.transaction_version"
