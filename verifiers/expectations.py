@@ -20,7 +20,8 @@ scenario.yaml):
 
 A bare list is accepted too. Metrics: every anomaly kind, every count
 (sent, acked, failed, indeterminate, consumed, …; workload_deaths: workloads that
-died on their own, e.g. a producer's fatal client error), max_unavailability_s,
+died on their own, e.g. a producer's fatal client error; client_fatals: fatal client
+errors, whatever the policy that followed), max_unavailability_s,
 max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>. Per fault, from the
 summary's `isr` and `fault_windows`: isr_shrinks (faults under which a touched
 partition's ISR shrank), max_isr_restore_s (the longest wait after a heal for a
@@ -45,7 +46,7 @@ from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
           "consumed_drain", "consumed_foreign", "commits", "commits_ok",
-          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths")
+          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths", "client_fatals")
 DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")
