@@ -23,6 +23,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
+from workloads.java_txn import JavaTxnProducer
 from workloads.process import FATAL_RESTART_EXIT
 from workloads.producer import ProducerProcess, ReconcileResult
 from workloads.spec import ProducerSpec
@@ -44,7 +45,9 @@ def start_producer(spec: ProducerSpec, run: "RunContext", clients_version: str |
 
 
 def incarnation(spec: ProducerSpec, run: "RunContext",
-                clients_version: str | None = None) -> "ProducerProcess":
+                clients_version: str | None = None) -> "ProducerProcess | JavaTxnProducer":
+    if spec.client == "java":
+        return JavaTxnProducer(spec, run, clients_version)
     return ProducerProcess(spec, run)
 
 

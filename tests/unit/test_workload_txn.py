@@ -1,5 +1,5 @@
-"""The transactional producer's history: late delivery reports, a fatal client error
-and its policy (stop, or a new incarnation)."""
+"""The transactional producers' history: the Java producer's lines, late delivery
+reports, a fatal client error and its policy (stop, or a new incarnation)."""
 import json
 import time
 
@@ -9,12 +9,82 @@ from confluent_kafka import KafkaError
 from core.errors import SpecError
 from core.history import EventLog, HistoryWriter, read_table
 from workloads import producer_churn
+from workloads.java_txn import TxnLineConverter, java_args
 from workloads.process import FATAL_RESTART_EXIT
 from workloads.producer import ReconcileResult, _ended_by
 from workloads.spec import ProducerSpec
 from workloads.transactional import End, FatalClientError, _write_txn, indefinite
 
 T = 1_700_000_000_000_000
+
+# TxnProducer.java's lines: txn 0 committed, txn 1 aborted on purpose (one callback
+# arrives after its end), txn 2 ends on a fatal error; txn 3 begins and never ends.
+LINES = [
+    {"ev": "start", "ts": T, "name": "p0"},
+    {"ev": "begin", "ts": T + 1, "txn": 0, "first": 0, "n": 2},
+    {"ev": "ack", "ts": T + 2, "seq": 0, "p": 1, "o": 10, "err": None},
+    {"ev": "ack", "ts": T + 3, "seq": 1, "p": 2, "o": 4, "err": None},
+    {"ev": "end", "ts": T + 4, "txn": 0, "outcome": "committed", "error": None, "call": None,
+     "indefinite": False},
+    {"ev": "begin", "ts": T + 5, "txn": 1, "first": 2, "n": 2},
+    {"ev": "ack", "ts": T + 6, "seq": 2, "p": 0, "o": 7, "err": None},
+    {"ev": "retry", "ts": T + 7, "txn": 1, "call": "commitTransaction", "error": "TimeoutException"},
+    {"ev": "end", "ts": T + 8, "txn": 1, "outcome": "aborted", "error": "ABORTED_ON_PURPOSE",
+     "call": None, "indefinite": False},
+    {"ev": "ack", "ts": T + 9, "seq": 3, "p": 0, "o": 8, "err": None},
+    {"ev": "begin", "ts": T + 10, "txn": 2, "first": 4, "n": 1},
+    {"ev": "ack", "ts": T + 11, "seq": 4, "p": 1, "o": 12, "err": None},
+    {"ev": "end", "ts": T + 12, "txn": 2, "outcome": "unknown", "error": "KafkaException",
+     "call": "abortTransaction", "indefinite": False},
+    {"ev": "fatal", "ts": T + 13, "txn": 2, "call": "abortTransaction", "error": "KafkaException",
+     "reason": "InvalidTxnStateException: invalid state", "policy": "restart"},
+    {"ev": "reinit", "ts": T + 14, "txn": 2, "reason": "x"},
+    {"ev": "begin", "ts": T + 15, "txn": 3, "first": 5, "n": 2},
+    {"ev": "ack", "ts": T + 16, "seq": 5, "p": 2, "o": None, "err": "TimeoutException"},
+]
+
+
+def test_java_txn_lines_to_history(tmp_path):
+    w = HistoryWriter(tmp_path, "produced", "r", writer_name="p0-java")
+    ev = EventLog(tmp_path, "r", writer_name="ev")
+    conv = TxnLineConverter("p0", "t", "r-p0", w, ev)
+    for line in ["[2026-11-25] INFO log line (org.apache.kafka)", *map(json.dumps, LINES)]:
+        conv.feed(line)
+    result = conv.finish()
+    w.close()
+    ev.close()
+    rows = {r["seq"]: r for r in read_table(tmp_path, "produced").to_pylist()}
+    got = {s: (r["status"], r["partition"], r["offset"], r["txn_seq"], r["txn_outcome"], r["error"])
+           for s, r in rows.items()}
+    assert got == {
+        0: ("acked", 1, 10, 0, "committed", None), 1: ("acked", 2, 4, 0, "committed", None),
+        2: ("failed", 0, None, 1, "aborted", "ABORTED_ON_PURPOSE"),
+        3: ("failed", 0, None, 1, "aborted", "ABORTED_ON_PURPOSE"),      # the late callback
+        4: ("indeterminate", 1, None, 2, "unknown", "KafkaException"),
+        5: ("indeterminate", 2, None, 3, "unknown", "TimeoutException"),  # never ended
+        6: ("indeterminate", None, None, 3, "unknown", "NO_DELIVERY_REPORT")}
+    assert {r["record_id"] for r in rows.values()} == {f"p0-{s}" for s in range(7)}
+    assert all(r["txn_id"] == "r-p0" for r in rows.values())
+    assert rows[2]["send_ts_us"] == T + 5 and rows[2]["ack_ts_us"] == T + 6
+    assert result == ReconcileResult(announced=7, recorded=5, indeterminate=2)
+    events = [(e["name"], json.loads(e["detail"]).get("txn_seq"))
+              for e in read_table(tmp_path, "events").to_pylist()]
+    assert sorted(events) == [("client-fatal", 2), ("producer-reinit", 2), ("transaction", 0),
+                              ("transaction", 1), ("transaction", 2), ("txn-retry", 1)]
+    assert conv.exit_fatal["policy"] == "restart"
+
+
+def test_java_args_carry_every_knob():
+    spec = ProducerSpec(name="p0", topic="t", duration_s=20, client="java", transactions={
+        "records_per_txn": 4, "partitions_per_txn": 2, "intra_txn_delay_ms": 50,
+        "abort_rate": 0.1, "on_indefinite": "reinit"}, on_fatal="restart")
+    args = dict(zip(java_args(spec)[::2], java_args(spec)[1::2], strict=True))
+    assert args == {"--topic": "t", "--name": "p0", "--records-per-txn": "4",
+                    "--partitions-per-txn": "2", "--delay-ms": "50", "--record-size": "100",
+                    "--records": "-1", "--duration-ms": "20000", "--end-timeout-ms": "30000",
+                    "--rate": "0", "--abort-rate": "0.1", "--on-indefinite": "reinit",
+                    "--seed": "0", "--on-fatal": "restart"}
+
 
 class _Recorder:
     """What DeliveryRecorder.take/complete return, for a few reports."""
