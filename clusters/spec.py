@@ -86,6 +86,9 @@ class ClusterSpec:
     # with; 2 turns transactions v2 on for clients that speak it (the 4.x Java client),
     # 1 holds every client at v1. None: the line's default (2 from 4.0).
     transaction_version: int | None = None
+    # Broker loggers set at run time once the cluster is up (clusters/log_levels.py),
+    # e.g. {"kafka.coordinator.transaction": "DEBUG"}.
+    log_levels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -121,6 +124,8 @@ class ClusterSpec:
             kw["broker_config"] = tuple(sorted(
                 (int(b), _as_props(p or {}, f"cluster.broker_config.{b}"))
                 for b, p in (kw["broker_config"] or {}).items()))
+        if "log_levels" in kw:
+            kw["log_levels"] = _as_props(kw["log_levels"] or {}, "cluster.log_levels")
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
         if not isinstance(kw.get("dynamic_quorum", False), bool):
@@ -212,6 +217,7 @@ class ClusterSpec:
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
             "dynamic_quorum": self.dynamic_quorum, "transaction_version": self.transaction_version,
+            "log_levels": dict(self.log_levels),
         }
 
     # ---- validation ------------------------------------------------------------
