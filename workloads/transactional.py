@@ -253,8 +253,7 @@ class _TransactionLoop:
                 time.sleep(ahead)
 
     def begin_and_send(self, n: int) -> None:
-        spec, producer = self.spec, self.producer
-        producer.begin_transaction()
+        self.producer.begin_transaction()
         self.intent.announce(self.seq, n, now_us(), self.txn_seq)
         self.starts.append(self.seq)
         self.ends.append(None)
@@ -264,15 +263,29 @@ class _TransactionLoop:
             if i:
                 self._pause()
             kw = {"partition": parts[i % len(parts)]} if parts else {}
-            while True:
-                try:
-                    producer.produce(spec.topic, self.make_value(s),
-                                     self.keys[s % spec.key_count] if self.keys else None,
-                                     on_delivery=self.recorder.on_delivery, headers=headers, **kw)
-                    break
-                except BufferError:
-                    producer.poll(0.01)
+            if not self._produce(s, headers, kw):
+                for rest in range(s, self.seq + n):    # the transaction can only abort now
+                    self.recorder.local_failure(rest, self.refused.code())
+                break
         self.seq += n
+
+    def _produce(self, s: int, headers: list, kw: dict) -> bool:
+        """Hand one record to the client; False when it refused it without being fatal
+        (its transaction failed meanwhile: `self.refused`)."""
+        spec, producer = self.spec, self.producer
+        while True:
+            try:
+                producer.produce(spec.topic, self.make_value(s),
+                                 self.keys[s % spec.key_count] if self.keys else None,
+                                 on_delivery=self.recorder.on_delivery, headers=headers, **kw)
+                return True
+            except BufferError:
+                producer.poll(0.01)
+            except KafkaException as e:
+                if e.args[0].fatal():
+                    raise
+                self.refused = e.args[0]
+                return False
 
     def _pick_partitions(self) -> list[int] | None:
         if self.partitions is None:
@@ -311,7 +324,8 @@ class _TransactionLoop:
                 return None
             except KafkaException as e:
                 err = e.args[0]
-                if not indefinite(err) or self.txn_spec.on_indefinite == "reinit" or self.stopping():
+                if not indefinite(err) or self.txn_spec.on_indefinite == "reinit" \
+                        or self.stopping() or self.workload_done():
                     return err
                 if not retried:
                     self.events.emit("client", "txn-retry", self.spec.name, call=fn.__name__,

@@ -45,7 +45,7 @@ public class TxnProducer {
     volatile boolean timedOut = false;         // a record of the open transaction timed out
     KafkaProducer<byte[], byte[]> producer;
     List<Integer> partitions;
-    long seq = 0, txn = 0, started;
+    long seq = 0, txn = 0, sent = 0, started;
 
     TxnProducer(Map<String, String> opt) throws Exception {
         this.opt = opt;
@@ -150,22 +150,34 @@ public class TxnProducer {
         return all.subList(0, Math.min(partitionsPerTxn, all.size()));
     }
 
-    void send(int n) throws InterruptedException {
+    /** Sends the transaction's n records; the error that stopped it early, else null
+     *  (the records it could not send are reported as failed with it). */
+    KafkaException send(int n) throws InterruptedException {
         List<Integer> parts = pick();
         byte[] txnSeq = Long.toString(txn).getBytes(StandardCharsets.UTF_8);
-        for (int i = 0; i < n; i++) {
-            if (i > 0 && delayMs > 0) Thread.sleep((long) (rngDelay.nextDouble() * delayMs));
-            final long s = seq + i;
-            Integer p = parts == null ? null : parts.get(i % parts.size());
-            ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, p, null, value(s));
-            r.headers().add(HEADER, txnSeq);
-            producer.send(r, (md, e) -> {
-                if (e instanceof TimeoutException) timedOut = true;
-                emit("ack", "seq", s, "p", md != null && md.partition() >= 0 ? md.partition() : null,
-                        "o", e == null && md != null && md.hasOffset() ? md.offset() : null, "err", errName(e));
-            });
+        try {
+            for (int i = 0; i < n; i++) {
+                if (i > 0 && delayMs > 0) Thread.sleep((long) (rngDelay.nextDouble() * delayMs));
+                sendOne(seq + i, parts == null ? null : parts.get(i % parts.size()), txnSeq);
+                sent = seq + i + 1;
+            }
+        } catch (KafkaException e) {
+            for (long s = sent; s < seq + n; s++) emit("ack", "seq", s, "p", null, "o", null, "err", errName(e));
+            seq += n;
+            return e;
         }
         seq += n;
+        return null;
+    }
+
+    void sendOne(final long s, Integer p, byte[] txnSeq) {
+        ProducerRecord<byte[], byte[]> r = new ProducerRecord<>(topic, p, null, value(s));
+        r.headers().add(HEADER, txnSeq);
+        producer.send(r, (md, e) -> {
+            if (e instanceof TimeoutException) timedOut = true;
+            emit("ack", "seq", s, "p", md != null && md.partition() >= 0 ? md.partition() : null,
+                    "o", e == null && md != null && md.hasOffset() ? md.offset() : null, "err", errName(e));
+        });
     }
 
     static boolean fatal(KafkaException e) {
@@ -183,7 +195,7 @@ public class TxnProducer {
                 else producer.abortTransaction();
                 return null;
             } catch (TimeoutException e) {
-                if (reinit || stopping) return e;
+                if (reinit || done()) return e;
                 if (!retried) emit("retry", "txn", txn, "call", what, "error", errName(e), "reason", e.getMessage());
                 retried = true;
             } catch (KafkaException e) {
@@ -252,10 +264,15 @@ public class TxnProducer {
             int n = (int) (records >= 0 ? Math.min(recordsPerTxn, records - seq) : recordsPerTxn);
             try {
                 producer.beginTransaction();
-                emit("begin", "txn", txn, "first", seq, "n", n);
-                send(n);
             } catch (KafkaException e) {
-                code = undecided("send", e, true, null);
+                code = undecided("beginTransaction", e, true, null);
+                break;
+            }
+            emit("begin", "txn", txn, "first", seq, "n", n);
+            sent = seq;
+            KafkaException refused = send(n);
+            if (refused != null && fatal(refused)) {
+                code = undecided("send", refused, true, null);
                 break;
             }
             code = end(n);
