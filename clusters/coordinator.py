@@ -16,6 +16,8 @@ import struct
 import time
 from dataclasses import dataclass
 
+from clusters.metadata_probe import _Reader as Reader
+from clusters.metadata_probe import _recv as read_exact
 from core.errors import HarnessError
 
 GROUP, TRANSACTION = 0, 1               # the request's key_type
@@ -49,32 +51,12 @@ def encode_request(key: str, key_type: int, correlation_id: int) -> bytes:
 
 def decode_response(payload: bytes, correlation_id: int) -> tuple[int, str | None, Coordinator]:
     """(error_code, error_message, coordinator) of a v1 response (without its size)."""
-    cid, _throttle, error = struct.unpack_from(">iih", payload, 0)
+    r = Reader(payload)
+    cid, _throttle, error = r.take(">i"), r.take(">i"), r.take(">h")
     if cid != correlation_id:
         raise CoordinatorError(f"FindCoordinator answer for request {cid}, expected {correlation_id}")
-    at = 10
-    message, at = _string(payload, at)
-    (node_id,) = struct.unpack_from(">i", payload, at)
-    host, at = _string(payload, at + 4)
-    (port,) = struct.unpack_from(">i", payload, at)
+    message, node_id, host, port = r.string(), r.take(">i"), r.string(), r.take(">i")
     return error, message, Coordinator(node_id, host or "", port)
-
-
-def _string(buf: bytes, at: int) -> tuple[str | None, int]:
-    (n,) = struct.unpack_from(">h", buf, at)
-    if n < 0:
-        return None, at + 2
-    return buf[at + 2:at + 2 + n].decode(errors="replace"), at + 2 + n
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        if not chunk:
-            raise ConnectionError("the broker closed the connection")
-        out += chunk
-    return out
 
 
 def ask(address: str, key: str, key_type: int, timeout_s: float = 3.0,
@@ -83,8 +65,8 @@ def ask(address: str, key: str, key_type: int, timeout_s: float = 3.0,
     host, _, port = address.rpartition(":")
     with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
         sock.sendall(encode_request(key, key_type, correlation_id))
-        (size,) = struct.unpack(">i", _read(sock, 4))
-        return decode_response(_read(sock, size), correlation_id)
+        (size,) = struct.unpack(">i", read_exact(sock, 4))
+        return decode_response(read_exact(sock, size), correlation_id)
 
 
 def find_coordinator(bootstrap: str, key: str, key_type: int, timeout_s: float = 15.0,
