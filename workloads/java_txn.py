@@ -32,6 +32,7 @@ import subprocess
 import tarfile
 import threading
 import uuid
+from bisect import bisect_right
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -88,6 +89,8 @@ class TxnLineConverter:
         self.producer, self.topic, self.txn_id = producer, topic, txn_id
         self.writer, self.events = writer, events
         self.txns: dict[int, dict[str, Any]] = {}     # txn -> first, n, ts, outcome, error
+        self.firsts: list[int] = []                   # each begun transaction's first seq
+        self.order: list[int] = []                    # and its txn
         self.acks: dict[int, dict[str, Any]] = {}     # seq -> its callback, until written
         self.written: set[int] = set()
         self.announced = 0
@@ -100,6 +103,8 @@ class TxnLineConverter:
         kind, ts = ev.get("ev"), int(ev.get("ts") or 0)
         if kind == "begin":
             self.txns[ev["txn"]] = {"first": ev["first"], "n": ev["n"], "ts": ts, "outcome": None}
+            self.firsts.append(ev["first"])
+            self.order.append(ev["txn"])
             self.announced = max(self.announced, ev["first"] + ev["n"])
         elif kind == "ack":
             self.acks[ev["seq"]] = ev
@@ -123,10 +128,12 @@ class TxnLineConverter:
             self._event(_EVENTS[kind], ts, **detail)
 
     def _txn_of(self, seq: int) -> int | None:
-        for txn, t in self.txns.items():
-            if t["first"] <= seq < t["first"] + t["n"]:
-                return txn
-        return None
+        i = bisect_right(self.firsts, seq) - 1        # transactions begin in seq order
+        if i < 0:
+            return None
+        txn = self.order[i]
+        t = self.txns[txn]
+        return txn if seq < t["first"] + t["n"] else None
 
     def _write(self, txn: int, seqs: list[int], status: str | None = None) -> None:
         t = self.txns[txn]

@@ -198,7 +198,7 @@ class _TransactionLoop:
             except KafkaException as e:
                 err = e.args[0]
                 if err.fatal():
-                    raise self._fatal(err, "init_transactions") from e
+                    raise self._fatal(err, "init_transactions", None) from e
                 if not err.retriable() or self.stopping():
                     raise
                 time.sleep(0.5)
@@ -236,11 +236,11 @@ class _TransactionLoop:
         try:
             self.begin_and_send(n)
         except KafkaException as e:
-            self._abandon(e)
+            self._abandon(e, n)
         end = self.end_transaction()
         timed_out = self.record_outcome(end, n)
         if end.fatal is not None:
-            raise self._fatal(end.fatal, end.call)
+            raise self._fatal(end.fatal, end.call, self.txn_seq - 1)
         if end.indefinite and not self.stopping():
             self.reinit(f"{end.call}: {end.error}")
         elif timed_out and self.txn_spec.on_indefinite == "reinit" and not self.stopping():
@@ -298,18 +298,18 @@ class _TransactionLoop:
         if self.txn_spec.intra_txn_delay_ms:
             self.producer.poll(self.rng_delay.uniform(0, self.txn_spec.intra_txn_delay_ms) / 1000)
 
-    def _abandon(self, e: KafkaException) -> None:
-        """begin_transaction or produce raised: the open transaction's reported records
-        are written as unknown (the supervisor reconciles the rest from the intent log);
-        the error is raised on (a fatal one as FatalClientError)."""
+    def _abandon(self, e: KafkaException, n: int) -> None:
+        """begin_transaction or produce raised: an open transaction ends `unknown` (its
+        reported records written so, the rest reconciled from the intent log by the
+        supervisor); the error is raised on (a fatal one as FatalClientError)."""
         err = e.args[0]
+        call, txn_seq = "begin_transaction", self.txn_seq
         if self.ends and self.ends[-1] is None:
-            self.ends[-1] = End("unknown", err.name(), "produce", indefinite=True)
-            self.producer.flush(1)
-            _write_txn(self.recorder, self.writer, self.starts, self.ends,
-                       self.txn_spec.transactional_id)
+            call = "produce"
+            self.record_outcome(End("unknown", err.name(), call, indefinite=not err.fatal()), n)
+            txn_seq = self.txn_seq - 1
         if err.fatal():
-            raise self._fatal(err, "begin_transaction/produce") from e
+            raise self._fatal(err, call, txn_seq) from e
         raise e
 
     def call(self, fn, *args) -> KafkaError | None:
@@ -365,11 +365,11 @@ class _TransactionLoop:
     def record_outcome(self, end: End, n: int) -> bool:
         """The transaction's rows, its input commit (consume-transform-produce) and its
         event; whether a record of it timed out."""
-        self.producer.flush(5)                # reports of this txn are all in after commit/abort
+        self.producer.flush(5 if end.outcome != "unknown" else 1)   # its reports are in
         self.ends[-1] = end
         timed_out = _write_txn(self.recorder, self.writer, self.starts, self.ends,
                                self.txn_spec.transactional_id)
-        if self.transform is not None:
+        if self.transform is not None and end.positions is not None:
             self.transform.record_commit(end.positions, end.outcome == "committed",
                                          None if end.outcome == "committed"
                                          else f"TXN_{end.outcome.upper()}")
@@ -394,8 +394,7 @@ class _TransactionLoop:
             pass
         self.producer = self._make_producer()
 
-    def _fatal(self, err: KafkaError, call: str | None) -> FatalClientError:
-        txn_seq = self.txn_seq - 1 if self.ends and self.ends[-1] is not None else self.txn_seq
+    def _fatal(self, err: KafkaError, call: str | None, txn_seq: int | None) -> FatalClientError:
         self.events.emit("client", CLIENT_FATAL, self.spec.name, error=err.name(),
                          reason=err.str(), call=call, txn_seq=txn_seq,
                          policy=self.spec.on_fatal)
