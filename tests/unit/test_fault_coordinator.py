@@ -21,7 +21,7 @@ class FakeBroker:
         self.answers = list(answers)
         self.asked: list[tuple] = []
         self.server = socket.create_server(("127.0.0.1", 0))
-        self.address = "127.0.0.1:%d" % self.server.getsockname()[1]
+        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
         self.thread = threading.Thread(target=self._serve, daemon=True)
         self.thread.start()
 
@@ -72,7 +72,7 @@ def test_a_broker_that_refuses_for_good_is_an_error_naming_the_key():
 def test_no_broker_answering_ends_at_the_deadline():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        dead = "127.0.0.1:%d" % s.getsockname()[1]       # bound, not listening: refused
+        dead = f"127.0.0.1:{s.getsockname()[1]}"       # bound, not listening: refused
     with pytest.raises(fc.CoordinatorError, match="within 0.5 s"):
         fc.find_coordinator(dead, "g0", fc.GROUP, timeout_s=0.5)
 
