@@ -241,9 +241,11 @@ class _TransactionLoop:
         timed_out = self.record_outcome(end, n)
         if end.fatal is not None:
             raise self._fatal(end.fatal, end.call, self.txn_seq - 1)
-        if end.indefinite and not self.stopping():
+        if self.stopping() or self.workload_done():
+            return
+        if end.indefinite:
             self.reinit(f"{end.call}: {end.error}")
-        elif timed_out and self.txn_spec.on_indefinite == "reinit" and not self.stopping():
+        elif timed_out and self.txn_spec.on_indefinite == "reinit":
             self.reinit("a record of the transaction timed out")
 
     def throttle(self) -> None:
