@@ -82,6 +82,7 @@ class DockerCluster:
         self.run_id = run_id or new_run_id()
         self.name = f"kh-{self.run_id}-{spec.name}"
         self._network: Network | None = None
+        self._start_cut_short = False     # start() ended by an exception (Ctrl-C, a failure)
         self._nodes: list[DockerNode] = []
         self._toxiproxy: DockerNode | None = None
         self._retired: list[DockerNode] = []              # stopped for good (retire_node)
@@ -118,6 +119,7 @@ class DockerCluster:
                 self._nodes.append(self._start_node(plan))
             self.wait_healthy(timeout)
         except BaseException:
+            self._start_cut_short = True
             self.stop()
             raise
         return self
@@ -229,8 +231,26 @@ class DockerCluster:
 
     def stop(self) -> None:
         """Remove every container, the network and the mounts of this run. Idempotent."""
-        errors: list[str] = []
         self._admin = self._create_admin = None
+        errors = self._sweep()
+        if self._start_cut_short:
+            # A Docker call cut short by Ctrl-C (network or container create) still completes
+            # in the daemon after we listed: look again once it has had time to land.
+            time.sleep(1.0)
+            errors = self._sweep()
+        try:
+            storage.unmount_run(self.run_id)
+        except Exception as e:
+            errors.append(f"mounts: {e}")
+        self._nodes, self._retired = [], []
+        self._toxiproxy = None
+        cleanup.unregister(self)
+        if errors:
+            log.warning("cluster %s teardown had errors: %s", self.name, "; ".join(errors))
+
+    def _sweep(self) -> list[str]:
+        """One pass over the run's labelled containers, then its networks; the errors."""
+        errors: list[str] = []
         try:
             client = docker_client()
             for c in client.containers.list(all=True, filters={"label": f"{RUN_ID}={self.run_id}"}):
@@ -245,15 +265,7 @@ class DockerCluster:
                     errors.append(f"network {n.name}: {e}")
         except Exception as e:
             errors.append(f"docker: {e}")
-        try:
-            storage.unmount_run(self.run_id)
-        except Exception as e:
-            errors.append(f"mounts: {e}")
-        self._nodes, self._retired = [], []
-        self._toxiproxy = None
-        cleanup.unregister(self)
-        if errors:
-            log.warning("cluster %s teardown had errors: %s", self.name, "; ".join(errors))
+        return errors
 
     # ---- nodes --------------------------------------------------------------------------
     def nodes(self, role: str | Iterable[str] | None = None) -> list[DockerNode]:
