@@ -18,6 +18,9 @@ scenario.yaml):
       idempotent: true
     include_defaults: false       # optional: also check DEFAULTS (default false)
 
+`workload_deaths == 0` is always checked, unless an expectation names workload_deaths
+itself (e.g. `workload_deaths <= 1` where a scenario kills its own workload).
+
 A bare list is accepted too. Metrics: every anomaly kind, every count
 (sent, acked, failed, indeterminate, consumed, …; workload_deaths: workloads that
 died on their own, e.g. a producer's fatal client error; client_fatals: fatal client
@@ -134,8 +137,10 @@ def parse_expectation(item: Any, where: str = "expectation") -> Expectation:
 # Every kind's own default (spark_reports/kinds.py), then the run's: a workload that
 # died (a fatal client error, a crash) stopped its load early, and a run whose load
 # stopped proves nothing.
-DEFAULTS: tuple[Expectation, ...] = tuple(parse_expectation(s, "defaults") for s in (
-    *(k.default for k in KINDS if k.default), "workload_deaths == 0"))
+NO_DEATHS = parse_expectation("workload_deaths == 0", "defaults")
+DEFAULTS: tuple[Expectation, ...] = (*(parse_expectation(s, "defaults")
+                                       for s in (k.default for k in KINDS if k.default)),
+                                     NO_DEATHS)
 
 
 @dataclass(frozen=True)
@@ -162,6 +167,10 @@ def parse_document(doc: Any, source: str) -> ExpectationSet:
                  for i, it in enumerate(items))
     if doc.get("include_defaults"):
         exps = DEFAULTS + tuple(e for e in exps if e not in DEFAULTS)
+    # A dead workload never passes: its load stopped early, so the run proves nothing.
+    # Judged whatever the document chose, unless it says itself how many deaths it allows.
+    if not any(e.metric == "workload_deaths" for e in exps):
+        exps = (*exps, NO_DEATHS)
     facts = doc.get("facts") or {}
     if not isinstance(facts, dict):
         raise SpecError(f"{source}: facts", "must be a mapping of fact name to true/false")
