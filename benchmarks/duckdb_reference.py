@@ -66,6 +66,18 @@ QUERIES = {
         SELECT count(DISTINCT c.record_id) FROM consumed c
         JOIN produced p ON p.record_id = c.record_id
         WHERE c.isolation = 'read_committed' AND p.txn_outcome = 'aborted'""",
+    "torn_transaction": """
+        WITH seen AS (
+          SELECT record_id, bool_or(isolation = 'read_committed') AS rc FROM consumed
+          WHERE record_id IS NOT NULL GROUP BY record_id),
+        t AS (
+          SELECT p.producer, p.txn_seq, count(*) AS n,
+                 sum(CASE WHEN p.txn_outcome = 'committed' THEN (s.record_id IS NOT NULL)::INT
+                          ELSE coalesce(s.rc, false)::INT END) AS v
+          FROM produced p LEFT JOIN seen s ON s.record_id = p.record_id
+          WHERE p.txn_seq IS NOT NULL AND p.txn_outcome IN ('committed', 'aborted')
+          GROUP BY p.producer, p.txn_seq)
+        SELECT count(*) FROM t WHERE v > 0 AND v < n""",
     "skipped": """
         WITH high AS (
           SELECT group_id, topic, partition, max("offset") AS hi FROM commits
@@ -133,7 +145,7 @@ QUERIES = {
 }
 
 ANOMALIES = ("lost", "overwritten", "duplicate", "reordered", "unexpected", "divergent",
-             "aborted_read", "skipped", "redelivered", "recovered", "poll_skip",
+             "aborted_read", "torn_transaction", "skipped", "redelivered", "recovered", "poll_skip",
              "nonmonotonic_poll")
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed")
 

@@ -33,6 +33,8 @@ injection creates a reorder by accident. Injections and their effects:
                                                                     recovered +1
   aborted_read  g0 (read_committed) receives a record of an
                 aborted transaction                                 aborted_read +1
+                (and torn_transaction +1 per aborted transaction
+                read in part, not whole)
   skipped       g0 never receives an acked record, commits past it  skipped +1
   redelivered   g0 receives a position a second time                redelivered +1
   recovered     an indeterminate prec record is consumed            recovered +1
@@ -97,6 +99,8 @@ def expected_anomalies(spec: SyntheticSpec) -> dict[str, int]:
         "unexpected": n("unexpected") + n("unexpected_failed"),
         "divergent": n("divergent"),
         "aborted_read": n("aborted_read"),
+        # the aborted transactions partly read (generate() counts them from its draw)
+        "torn_transaction": 0,
         "skipped": n("skipped"),
         "redelivered": n("redelivered"),
         "recovered": n("recovered") + n("divergent"),
@@ -214,12 +218,13 @@ def generate(run_dir: str | os.PathLike, spec: SyntheticSpec = SyntheticSpec()) 
     rows = _ConsumedRows(max(1, min(3, K)), rng, clock.drain_start)
     _consume_committed(rows, ids, plain, txn, targets)
     _consume_appended(rows, spec, ids, plain, targets, ends, pfail, prec, clock)
-    _consume_misdelivered(rows, spec, rng, ids, plain, txn, targets)
+    torn = _consume_misdelivered(rows, spec, rng, ids, plain, txn, targets)
     consumed = rows.done()
     commits = _commit_rows(K, ends, clock)
 
     _write(run_dir, spec, names, produced, consumed, commits, faults, clock, rows.C)
-    return {"anomalies": expected_anomalies(spec), "counts": _counts(produced, consumed),
+    return {"anomalies": {**expected_anomalies(spec), "torn_transaction": torn},
+            "counts": _counts(produced, consumed),
             "faults": [f[0] for f in faults]}
 
 
@@ -453,8 +458,9 @@ def _consume_appended(rows: _ConsumedRows, spec: SyntheticSpec, ids: dict[str, i
 
 
 def _consume_misdelivered(rows: _ConsumedRows, spec: SyntheticSpec, rng, ids: dict[str, int],
-                          plain: _Sends, txn: _Sends, targets: _Targets) -> None:
-    """Deliveries a consumer should not have had: divergent, aborted_read, redelivered."""
+                          plain: _Sends, txn: _Sends, targets: _Targets) -> int:
+    """Deliveries a consumer should not have had: divergent, aborted_read, redelivered.
+    Returns how many aborted transactions were read in part (torn_transaction)."""
     # divergent: c-div (group g-div) sees a pdiv record at an acked record's offset
     div = targets.divergent
     n_dv = len(div)
@@ -472,6 +478,9 @@ def _consume_misdelivered(rows: _ConsumedRows, spec: SyntheticSpec, rng, ids: di
     redel = targets.redelivered
     rows.run(plain.prod[redel], plain.seq[redel], plain.part[redel], plain.off[redel],
              plain.ack[redel] + 2_000_000)
+    sizes = np.bincount(txn.txn)
+    read = np.bincount(txn.txn[ab], minlength=len(sizes))
+    return int(((read > 0) & (read < sizes)).sum())
 
 
 def _commit_rows(K: int, ends: _LogEnds, clock: _Timeline) -> dict[str, np.ndarray]:

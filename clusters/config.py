@@ -191,6 +191,8 @@ def format_args(spec: ClusterSpec, role: str = BROKER, cluster_id: str = "") -> 
     args = []
     if spec.eligible_leader_replicas is not None:
         args.append(f"--feature eligible.leader.replicas.version={int(spec.eligible_leader_replicas)}")
+    if spec.transaction_version is not None:
+        args.append(f"--feature transaction.version={spec.transaction_version}")
     if spec.dynamic_quorum and role in (CONTROLLER, COMBINED):
         args.append(f"--initial-controllers {initial_controllers(spec, cluster_id)}")
     return " ".join(args)

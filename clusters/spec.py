@@ -16,7 +16,15 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.external_spec import ExternalSpec
-from clusters.versions import DEFAULT_VERSION, DYNAMIC_QUORUM, ELR, KafkaVersion, all_versions, resolve_version
+from clusters.versions import (
+    DEFAULT_VERSION,
+    DYNAMIC_QUORUM,
+    ELR,
+    TRANSACTION_VERSION,
+    KafkaVersion,
+    all_versions,
+    resolve_version,
+)
 from core.errors import SpecError
 
 KRAFT_COMBINED = "kraft-combined"
@@ -85,6 +93,13 @@ class ClusterSpec:
     # A cluster the harness did not start (clusters/external_spec.py): only `version`
     # (what the scenario may assume of it) is read beside it.
     external: ExternalSpec | None = None
+    # KIP-890 part 2 (4.0+): the transaction.version feature a new cluster is formatted
+    # with; 2 turns transactions v2 on for clients that speak it (the 4.x Java client),
+    # 1 holds every client at v1. None: the line's default (2 from 4.0).
+    transaction_version: int | None = None
+    # Broker loggers set at run time once the cluster is up (clusters/log_levels.py),
+    # e.g. {"kafka.coordinator.transaction": "DEBUG"}.
+    log_levels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         self.validate()
@@ -122,6 +137,8 @@ class ClusterSpec:
             kw["broker_config"] = tuple(sorted(
                 (int(b), _as_props(p or {}, f"cluster.broker_config.{b}"))
                 for b, p in (kw["broker_config"] or {}).items()))
+        if "log_levels" in kw:
+            kw["log_levels"] = _as_props(kw["log_levels"] or {}, "cluster.log_levels")
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
         if not isinstance(kw.get("dynamic_quorum", False), bool):
@@ -129,6 +146,9 @@ class ClusterSpec:
         if kw.get("eligible_leader_replicas") not in (None, True, False):
             raise SpecError("cluster.eligible_leader_replicas", f"{kw['eligible_leader_replicas']!r}",
                             "write true or false (or leave it out for the line's default)")
+        if kw.get("transaction_version") not in (None, 0, 1, 2):
+            raise SpecError("cluster.transaction_version", f"{kw['transaction_version']!r}",
+                            "write 1 (transactions v1) or 2 (v2), or leave it out")
         for key in ("brokers", "controllers", "zookeepers", "heap_mb", "log_dir_size_mb"):
             if key in kw and not isinstance(kw[key], int):
                 raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
@@ -225,7 +245,8 @@ class ClusterSpec:
             "broker_config": {str(b): dict(p) for b, p in self.broker_config},
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
-            "dynamic_quorum": self.dynamic_quorum, **extra,
+            "dynamic_quorum": self.dynamic_quorum, "transaction_version": self.transaction_version,
+            "log_levels": dict(self.log_levels), **extra,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -242,6 +263,9 @@ class ClusterSpec:
             raise SpecError("eligible_leader_replicas", f"Kafka {kafka.version} has no eligible "
                             "leader replicas (KIP-966 arrived in 4.0)",
                             "remove it, or use version 4.0 or later")
+        if self.transaction_version is not None and not kafka.has(TRANSACTION_VERSION):
+            raise SpecError("transaction_version", f"Kafka {kafka.version} has no transaction.version "
+                            "feature (KIP-890 part 2 arrived in 4.0)", "remove it, or use version 4.0 or later")
         if self.dynamic_quorum and not (self.is_kraft and kafka.has(DYNAMIC_QUORUM)):
             raise SpecError("dynamic_quorum", f"a dynamic KRaft quorum (KIP-853) needs KRaft on 3.9 "
                             f"or later; this cluster is {self.mode} {kafka.version}",

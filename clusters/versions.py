@@ -27,6 +27,7 @@ ELR = "eligible-leader-replicas"          # KIP-966: the eligible.leader.replica
 CONSUMER_PROTOCOL = "consumer-protocol"   # KIP-848 group.protocol=consumer, GA in 4.0
 DYNAMIC_QUORUM = "dynamic-quorum"         # KIP-853: controllers added/removed (3.9+)
 RELEASE_VERSION = "release-version"       # the upgrade notes say `kafka-features.sh upgrade --release-version` (4.0+)
+TRANSACTION_VERSION = "transaction-version"  # KIP-890 part 2: transaction.version (4.0+; 2 = v2)
 
 LOG4J_SLF4J = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4"
 
@@ -48,7 +49,8 @@ class ReleaseLine:
 
 
 _4X = dict(zookeeper=False, extra_jars=(LOG4J_SLF4J,))
-_4X_FEATURES = frozenset({ELR, CONSUMER_PROTOCOL, DYNAMIC_QUORUM, RELEASE_VERSION})
+_4X_FEATURES = frozenset({ELR, CONSUMER_PROTOCOL, DYNAMIC_QUORUM, RELEASE_VERSION,
+                          TRANSACTION_VERSION})
 
 LINES: tuple[ReleaseLine, ...] = (
     ReleaseLine("3.6", True, "3.6-IV2", ("3.6.0", "3.6.1", "3.6.2"),

@@ -105,6 +105,10 @@ EVENT_KINDS = ENUMS[("events", "kind")]
 # fatal client error, an exit code nobody asked for): load that stopped early
 # proves nothing, so the verdict counts these (`workload_deaths`).
 WORKLOAD_DIED = "workload-died"
+# The `client` event of a fatal client error (the client says it cannot go on): error,
+# reason, the call and the transaction it hit, and the policy followed (stop: the
+# workload dies; restart: a new incarnation goes on). Counted: `client_fatals`.
+CLIENT_FATAL = "client-fatal"
 
 
 def now_us() -> int:

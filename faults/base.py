@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
+from clusters.coordinator import find_coordinator
 from core.history import EventLog, now_us
 from faults.words import describe
 
@@ -54,10 +55,23 @@ class FaultContext:
     settle_timeout_s: float = 60.0
     # How long a leader_of selector waits for a partition between leaders.
     leader_wait_s: float = 15.0
+    # Each transactional producer's transactional.id, by producer name (the run fills
+    # it in when its workloads start): what `txn_coordinator_of` asks about.
+    transactional_ids: dict[str, str] = field(default_factory=dict)
+    # FindCoordinator as (key, key_type) -> broker id; None: ask the cluster's brokers
+    # (clusters.coordinator). Tests put a fake answer here.
+    coordinator_lookup: Callable[[str, int], int] | None = None
     # Faults injected and not yet healed, by fault_id, in injection order.
     active: dict[str, "BaseFault"] = field(default_factory=dict)
     heal_all_runs: int = 0
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+
+    def coordinator_of(self, key: str, key_type: int) -> int:
+        """The broker id FindCoordinator names for a transactional.id or a group, now."""
+        if self.coordinator_lookup is not None:
+            return self.coordinator_lookup(key, key_type)
+        return find_coordinator(self.cluster.bootstrap_servers(), key, key_type,
+                                timeout_s=self.leader_wait_s).node_id
 
     def emit(self, kind: str, name: str, target: str | None = None, **detail: Any) -> None:
         if self.events is not None:

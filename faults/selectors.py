@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, DOWN_STATES, TOXIPROXY, ZOOKEEPER, Node
+from clusters.coordinator import GROUP, TRANSACTION, CoordinatorError
 from core.errors import SpecError
 from faults.base import FaultContext, container_status
 
@@ -191,6 +192,31 @@ def exclude_role(pool: Selector, role: str) -> Selector:
                   f"exclude_role({role})")
 
 
+def txn_coordinator_of(producer: str) -> Selector:
+    """The broker coordinating a transactional producer's transactions (FindCoordinator
+    for its transactional.id, at injection): pause or slow it while the partition
+    leaders stay fast, or the other way round."""
+    def select(ctx: FaultContext) -> list[Node]:
+        txn_id = ctx.transactional_ids.get(producer)
+        if txn_id is None:
+            raise SelectorError(f"producer {producer!r} has no transactional.id in this run "
+                                f"(transactional: {sorted(ctx.transactional_ids) or 'none'})")
+        return _coordinator(ctx, txn_id, TRANSACTION)
+    return _named(select, f"txn_coordinator_of({producer!r})")
+
+
+def group_coordinator_of(group: str) -> Selector:
+    """The broker coordinating a consumer group (FindCoordinator, at injection)."""
+    return _named(lambda ctx: _coordinator(ctx, group, GROUP), f"group_coordinator_of({group!r})")
+
+
+def _coordinator(ctx: FaultContext, key: str, key_type: int) -> list[Node]:
+    try:
+        return [ctx.cluster.node(ctx.coordinator_of(key, key_type))]
+    except (CoordinatorError, KeyError) as e:
+        raise SelectorError(f"the coordinator of {key!r}: {e}") from None
+
+
 
 # -- selectors as data (scenario YAML) ---------------------------------------------
 BARE_SELECTORS: dict[str, Selector] = {
@@ -208,6 +234,8 @@ SELECTOR_FORMS: dict[str, str] = {
     "minority": "{minority: {pool: <selector>}}",
     "majority": "{majority: {pool: <selector>}}",
     "random_of": "{random_of: {pool: <selector>, count: 2}}",
+    "txn_coordinator_of": "{txn_coordinator_of: {producer: p0}}",
+    "group_coordinator_of": "{group_coordinator_of: {group: g0}}",
 }
 SELECTOR_NAMES: tuple[str, ...] = tuple(sorted(set(BARE_SELECTORS) | set(SELECTOR_FORMS)))
 
@@ -272,6 +300,32 @@ def _parse_random_of(args: Any, where: str) -> Selector:
     return random_of(pool, _int_arg(args, "count", where, default=1, minimum=1))
 
 
+def _client_name(args: Any, where: str, name: str, key: str) -> str:
+    value = _args(args, where, name, (key,)).get(key)
+    if not isinstance(value, str) or not value:
+        problem = "is required" if value is None else f"must be a name, got {value!r}"
+        raise SpecError(f"{where}.{key}", problem, f"write {SELECTOR_FORMS[name]}")
+    return value
+
+
+# The client a coordinator selector names: (selector, the argument naming it).
+CLIENT_SELECTORS = {"txn_coordinator_of": "producer", "group_coordinator_of": "group"}
+
+
+def selector_clients(spec: Any) -> list[tuple[str, str]]:
+    """The (argument, name) pairs a selector spec names (`producer`, `p0`), so a scenario
+    can be checked against its workload before any container exists."""
+    if not isinstance(spec, dict) or len(spec) != 1:
+        return []
+    (name, args), = spec.items()
+    if not isinstance(args, dict):
+        return []
+    key = CLIENT_SELECTORS.get(name)
+    if key is not None:
+        return [(key, args[key])] if isinstance(args.get(key), str) else []
+    return selector_clients(args.get("pool"))
+
+
 _PARSERS: dict[str, Callable[[Any, str], Selector]] = {
     "leader_of": lambda a, w: leader_of(*_topic_partition(a, w, "leader_of")),
     "followers_of": lambda a, w: followers_of(*_topic_partition(a, w, "followers_of")),
@@ -282,6 +336,10 @@ _PARSERS: dict[str, Callable[[Any, str], Selector]] = {
     "minority": _parse_split(minority, "minority"),
     "majority": _parse_split(majority, "majority"),
     "random_of": _parse_random_of,
+    "txn_coordinator_of": lambda a, w: txn_coordinator_of(_client_name(a, w, "txn_coordinator_of",
+                                                                       "producer")),
+    "group_coordinator_of": lambda a, w: group_coordinator_of(
+        _client_name(a, w, "group_coordinator_of", "group")),
 }
 
 

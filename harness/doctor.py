@@ -101,6 +101,8 @@ def all_checks() -> list[Check]:
     checks = [
         check_tool("java", ["java", "-version"], "apt-get install -y openjdk-17-jre-headless"),
         check_tool("maven", ["mvn", "-v"], "apt-get install -y maven"),
+        check_tool("javac", ["javac", "-version"], "apt-get install -y openjdk-17-jdk-headless "
+                   "(it compiles the Java transactional producer, client: java)"),
         check_tool("go", ["go", "version"], "install Go (it builds the toxiproxy server)"),
         check_tool("debootstrap", ["debootstrap", "--version"], "apt-get install -y debootstrap"),
         Check("root", os.geteuid() == 0, f"uid {os.geteuid()}",

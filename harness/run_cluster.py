@@ -11,6 +11,7 @@ from __future__ import annotations
 from clusters.docker_cluster import DockerCluster
 from clusters.external import ExternalCluster
 from clusters.images import ensure_images
+from clusters.log_levels import set_broker_log_levels
 from clusters.observer import MetadataObserver
 from harness.external_run import groups_of
 from harness.run import Run
@@ -53,6 +54,8 @@ def topics(run: Run, detail: dict) -> None:
     for t in run.scenario.topics:
         run.ctx.cluster.create_topic(t.name, t.partitions, t.replication_factor, t.configs)
     detail["topics"] = [t.name for t in run.scenario.topics]
+    if run.scenario.cluster.log_levels:
+        detail["log_levels"] = set_broker_log_levels(run.ctx.cluster, dict(run.scenario.cluster.log_levels))
 
 
 def logs(run: Run, detail: dict) -> None:

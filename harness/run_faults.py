@@ -52,6 +52,9 @@ class FaultRun:
 
 def arm(run: Run, detail: dict) -> None:
     faults = FaultRun(run.ctx)
+    # what `txn_coordinator_of: {producer: p0}` asks FindCoordinator about
+    faults.context.transactional_ids = {p.spec.name: p.txn_id for p in run.load.producers
+                                        if p.txn_id}
     run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
     run.faults = faults
 

@@ -52,7 +52,7 @@ class Workloads:
         for spec in w.consumers:
             self.groups.append(ConsumerGroup(spec, ctx).start())
         for spec in w.producers:
-            self.producers.append(start_producer(spec, ctx))
+            self.producers.append(start_producer(spec, ctx, w.clients_version))
         for spec in w.java_producers:
             self._java(f"java-producer-j{spec.prefix}", self._java_producer, spec)
         for spec in w.java_consumers:

@@ -19,7 +19,7 @@ from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
 from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.schedule import ScheduleSpec
-from faults.selectors import selector_refs
+from faults.selectors import selector_clients, selector_refs
 from harness import scenario_external
 from harness.scenario_model import (
     AppliesTo,
@@ -375,10 +375,24 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
     migration = _migration(cluster, raws)
     timeline = tuple(_timeline_entry(b, i, entry, _cluster_met(cluster, migration, entry), topics,
                                      workload.duration_s) for i, entry in enumerate(raws))
+    for i, entry in enumerate(timeline):
+        _check_clients(b, ("faults", "timeline", i, "target"), entry.target, workload)
     nemesis = _nemesis(b, cluster, topics, workload.duration_s)
     recovery = b.at(("faults",), lambda: Faults(
         **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
     return Faults(timeline=timeline, nemesis=nemesis, recovery_timeout_s=recovery)
+
+
+def _check_clients(b: Builder, path: tuple, target: Any, workload: Workload) -> None:
+    """A coordinator selector names a transactional producer or a consumer group of the
+    workload (faults.selectors.selector_clients)."""
+    names = {"producer": [p.name for p in workload.producers if p.transactions is not None],
+             "group": [c.group_id for c in workload.consumers]}
+    what = {"producer": "transactional producer", "group": "consumer group"}
+    for key, name in selector_clients(target):
+        if name not in names[key]:
+            b.fail(path, f"{key} {name!r} is not a {what[key]} of the workload",
+                   f"use one of {', '.join(names[key]) or '(none: add one)'}")
 
 
 def _migration(cluster: ClusterSpec, raws: list) -> tuple[float, ClusterSpec] | None:

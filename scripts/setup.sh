@@ -18,6 +18,7 @@ command -v debootstrap >/dev/null || missing+=(debootstrap)
 command -v iptables >/dev/null    || missing+=(iptables)
 command -v mvn >/dev/null         || missing+=(maven)
 command -v java >/dev/null        || missing+=(openjdk-17-jre-headless)
+command -v javac >/dev/null       || missing+=(openjdk-17-jdk-headless)   # the Java txn producer
 command -v go >/dev/null          || missing+=(golang-go)
 command -v chromium >/dev/null    || missing+=(chromium)    # the report's layout test
 python3 -c 'import venv, ensurepip' 2>/dev/null || missing+=(python3-venv)

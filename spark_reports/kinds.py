@@ -60,6 +60,11 @@ KINDS: tuple[Kind, ...] = (
          "read_committed consumer saw a record of an aborted transaction",
          "records of aborted transactions on {tp} reached a read_committed consumer",
          "aborted_read == 0"),
+    Kind("torn_transaction", rows.torn_transaction, _distinct("producer", "txn_seq"),
+         "a transaction not all-or-nothing: committed and partly consumed, or aborted and "
+         "partly seen by read_committed",
+         "transactions writing to {tp} were torn: only part of them is visible",
+         "torn_transaction == 0", mark=("#e08214", "P")),
     Kind("skipped", rows.skipped, _distinct("group_id", *OFFSET),
          "group committed past an offset the drain saw but the group never received",
          "offsets of {tp} were committed past by a group that never received them",

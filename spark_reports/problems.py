@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 
-from core.history import WORKLOAD_DIED
+from core.history import CLIENT_FATAL, WORKLOAD_DIED
 from spark_reports.storage import RunLocation
 from spark_reports.timeline import Timeline
 
@@ -45,8 +45,17 @@ def workload_deaths(tl: Timeline) -> list[dict]:
     return list(seen.values())
 
 
+def client_fatals(tl: Timeline) -> list[dict]:
+    """Every fatal client error (`client-fatal`): who, when, the error and the client's
+    words, the call and the transaction it hit, and the policy that followed."""
+    return [{"workload": e.target, "at_us": e.ts_us, **{k: e.detail.get(k) for k in (
+        "error", "reason", "call", "txn_seq", "policy")}}
+        for e in sorted(tl.clients, key=lambda e: e.ts_us) if e.name == CLIENT_FATAL]
+
+
 def find_problems(tl: Timeline, summary: dict, loc: RunLocation) -> list[dict]:
     out = [_death(d) for d in workload_deaths(tl)]
+    out += [_fatal(f) for f in client_fatals(tl)]
     out += _fault_problems(tl)
     out += _plan_problems(loc)
     out += _phase_problems(loc)
@@ -61,6 +70,16 @@ def _death(d: dict) -> dict:
     who = d["workload"] if d["incarnation"] is None else f"{d['workload']} (incarnation {d['incarnation']})"
     return {"kind": "workload-died", "at_us": d["at_us"],
             "text": f"{d['kind'] or 'workload'} {who} died{fatal}: {why}; its load stopped there"}
+
+
+def _fatal(f: dict) -> dict:
+    where = f" in {f['call']}" if f["call"] else ""
+    txn = f" (transaction {f['txn_seq']})" if f["txn_seq"] is not None else ""
+    then = {"restart": "a new incarnation with the same transactional.id took over",
+            "stop": "it stopped"}.get(f["policy"], "no policy said what next")
+    return {"kind": "client-fatal", "at_us": f["at_us"],
+            "text": f"producer {f['workload']} hit a fatal client error{where}{txn}: "
+                    f"{f['error']}: {(f['reason'] or '')[:300]}; policy {f['policy']}: {then}"}
 
 
 def _fault_problems(tl: Timeline) -> list[dict]:

@@ -194,6 +194,9 @@ def _records_view(produced: DataFrame, consumed: DataFrame, materialize) -> tupl
          # the record-filter kinds' rows (anomalies.py), so an empty kind costs no job
          "lost": count_if(LOST()), "recovered": count_if(RECOVERED()),
          "unexpected": count_if(UNEXPECTED()), "aborted_read": count_if(ABORTED_READ()),
+         # a torn transaction has an aborted record read committed or a committed one
+         # never consumed (torn_transaction's rows are looked for only then)
+         "unseen_committed": count_if((F.col("txn_outcome") == "committed") & ~CONSUMED()),
          # not anomalies, counted beside them: what read_uncommitted costs (claim 7);
          # acknowledged records read during the run and gone from the final log (an
          # unclean election truncated them and nothing was written over them, so

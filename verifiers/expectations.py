@@ -18,9 +18,13 @@ scenario.yaml):
       idempotent: true
     include_defaults: false       # optional: also check DEFAULTS (default false)
 
+`workload_deaths == 0` is always checked, unless an expectation names workload_deaths
+itself (e.g. `workload_deaths <= 1` where a scenario kills its own workload).
+
 A bare list is accepted too. Metrics: every anomaly kind, every count
 (sent, acked, failed, indeterminate, consumed, …; workload_deaths: workloads that
-died on their own, e.g. a producer's fatal client error), max_unavailability_s,
+died on their own, e.g. a producer's fatal client error; client_fatals: fatal client
+errors, whatever the policy that followed), max_unavailability_s,
 max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>. Per fault, from the
 summary's `isr` and `fault_windows`: isr_shrinks (faults under which a touched
 partition's ISR shrank), max_isr_restore_s (the longest wait after a heal for a
@@ -45,7 +49,7 @@ from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
           "consumed_drain", "consumed_foreign", "commits", "commits_ok",
-          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths")
+          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths", "client_fatals")
 DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")
@@ -133,8 +137,10 @@ def parse_expectation(item: Any, where: str = "expectation") -> Expectation:
 # Every kind's own default (spark_reports/kinds.py), then the run's: a workload that
 # died (a fatal client error, a crash) stopped its load early, and a run whose load
 # stopped proves nothing.
-DEFAULTS: tuple[Expectation, ...] = tuple(parse_expectation(s, "defaults") for s in (
-    *(k.default for k in KINDS if k.default), "workload_deaths == 0"))
+NO_DEATHS = parse_expectation("workload_deaths == 0", "defaults")
+DEFAULTS: tuple[Expectation, ...] = (*(parse_expectation(s, "defaults")
+                                       for s in (k.default for k in KINDS if k.default)),
+                                     NO_DEATHS)
 
 
 @dataclass(frozen=True)
@@ -161,6 +167,10 @@ def parse_document(doc: Any, source: str) -> ExpectationSet:
                  for i, it in enumerate(items))
     if doc.get("include_defaults"):
         exps = DEFAULTS + tuple(e for e in exps if e not in DEFAULTS)
+    # A dead workload never passes: its load stopped early, so the run proves nothing.
+    # Judged whatever the document chose, unless it says itself how many deaths it allows.
+    if not any(e.metric == "workload_deaths" for e in exps):
+        exps = (*exps, NO_DEATHS)
     facts = doc.get("facts") or {}
     if not isinstance(facts, dict):
         raise SpecError(f"{source}: facts", "must be a mapping of fact name to true/false")

@@ -56,7 +56,7 @@ from spark_reports.anomaly_output import write_anomalies
 from spark_reports.isr import isr_by_fault
 from spark_reports.kinds import anomaly_frames
 from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
-from spark_reports.problems import find_problems, workload_deaths
+from spark_reports.problems import client_fatals, find_problems, workload_deaths
 from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
 from spark_reports.report_html import render_report
 from spark_reports.session import session_scope
@@ -310,6 +310,9 @@ def _summarize_problems(summary: dict, tl, loc) -> None:
     deaths = workload_deaths(tl)
     summary["counts"]["workload_deaths"] = len(deaths)
     summary["workload_deaths"] = deaths
+    fatals = client_fatals(tl)
+    summary["counts"]["client_fatals"] = len(fatals)
+    summary["client_fatals"] = fatals
     summary["problems"] = find_problems(tl, summary, loc)
 
 

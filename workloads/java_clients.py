@@ -209,14 +209,18 @@ class JavaRun:
 
 def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: dict[str, Any],
               conf_flag: str, out_dir: Path, feed: Callable[[str], None], timeout_s: float,
-              should_stop: Callable[[], bool] | None = None) -> dict[str, Any]:
-    """Run one tool to completion, feeding each stdout line; the container is always removed."""
+              should_stop: Callable[[], bool] | None = None, classpath: str = CLASSPATH,
+              ok_exits: tuple[int, ...] = (0,)) -> dict[str, Any]:
+    """Run one tool to completion, feeding each stdout line; the container is always
+    removed. `main_class`: a tool of Kafka's (VerifiableProducer) or a qualified name;
+    an exit code outside `ok_exits` (unless we stopped it) is an error."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "client.properties").write_text(_properties({**dict(run.settings), **conf}))
     events_file = out_dir / "events.jsonl"
     events_file.touch()
-    cmd = (f"exec java {run.java_opts} -cp {shlex.quote(CLASSPATH)} {TOOLS}.{main_class} "
+    main = main_class if "." in main_class or classpath != CLASSPATH else f"{TOOLS}.{main_class}"
+    cmd = (f"exec java {run.java_opts} -cp {shlex.quote(classpath)} {main} "
            f"{' '.join(shlex.quote(a) for a in args)} {conf_flag} /out/client.properties "
            f"> /out/events.jsonl 2> /out/stderr.log")
     client = docker_client()
@@ -261,7 +265,7 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
         except Exception:
             pass
     stderr = (out_dir / "stderr.log").read_text(errors="replace") if (out_dir / "stderr.log").exists() else ""
-    if exit_code != 0 and stop_sent_at is None:
+    if exit_code not in ok_exits and stop_sent_at is None:
         raise HarnessError(f"{main_class} exited with {exit_code}: {stderr[-2000:]}")
     return {"exit_code": exit_code, "stopped": stop_sent_at is not None,
             "seconds": time.monotonic() - started}

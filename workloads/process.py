@@ -18,6 +18,9 @@ import traceback
 from collections.abc import Callable
 from typing import Any
 
+# The exit code of a worker that hit a fatal client error and, by its policy, asks its
+# supervisor for a new incarnation (workloads/producer_churn.py): not a death.
+FATAL_RESTART_EXIT = 75
 _CTX = mp.get_context("spawn")     # never fork a process that runs librdkafka threads
 _LIVE: "set[WorkerProcess]" = set()      # strong refs: a dropped handle is still reaped
 _LIVE_LOCK = threading.Lock()

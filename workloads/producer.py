@@ -36,12 +36,12 @@ import numpy as np
 import pyarrow.parquet as pq
 from confluent_kafka import Producer
 
-from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
+from core.history import CLIENT_FATAL, WORKLOAD_DIED, EventLog, HistoryWriter, now_us, table_dir
 from workloads import classify
-from workloads.process import WorkerProcess, died_detail, parent_gone
+from workloads.process import FATAL_RESTART_EXIT, WorkerProcess, died_detail, parent_gone
 from workloads.records import ValueMaker, key_for, seq_of_value
-from workloads.spec import ProducerSpec
-from workloads.transactional import run_transactions
+from workloads.spec import ProducerSpec, txn_id_of
+from workloads.transactional import FatalClientError, run_transactions
 
 if TYPE_CHECKING:
     from core.context import RunContext
@@ -305,12 +305,28 @@ def run_producer(stop_event, parent_pid: int, spec_json: str, bootstrap: str, ru
             wait = 5.0 if parent_gone(parent_pid) else spec.delivery_timeout_ms / 1000 + 5
             finish_producer(producer, recorder, writer, wait)
     except BaseException as e:
-        events.emit("client", WORKLOAD_DIED, spec.name, workload="producer", **died_detail(e))
+        _ended_by(e, spec, events)
         raise
     finally:
         writer.close()
         events.close()
         intent.close()
+
+
+def _ended_by(e: BaseException, spec: ProducerSpec, events: EventLog) -> None:
+    """A producer process ending on an error: a fatal client error follows the spec's
+    policy (`restart`: exit FATAL_RESTART_EXIT, and the supervisor starts the next
+    incarnation); anything else, or `stop`, is a death."""
+    detail = died_detail(e)
+    fatal = isinstance(e, FatalClientError) or bool(detail["fatal"])
+    if fatal and not isinstance(e, FatalClientError):      # not written yet
+        err = e.args[0]
+        events.emit("client", CLIENT_FATAL, spec.name, error=err.name(), reason=err.str(),
+                    call=None, txn_seq=None, policy=spec.on_fatal)
+    if fatal and spec.on_fatal == "restart":
+        raise SystemExit(FATAL_RESTART_EXIT) from e
+    events.emit("client", WORKLOAD_DIED, spec.name, workload="producer",
+                **{**detail, "fatal": fatal or detail["fatal"]})
 
 
 @dataclass(frozen=True)
@@ -399,10 +415,7 @@ class ProducerProcess:
 
     @property
     def txn_id(self) -> str | None:
-        t = self.spec.transactions
-        if t is None:
-            return None
-        return t.transactional_id or f"{self.run_id}-{self.spec.name}"
+        return txn_id_of(self.spec, self.run_id)
 
     def start(self) -> "ProducerProcess":
         _meta_path(self.intent_path).write_text(json.dumps({
@@ -460,7 +473,8 @@ class ProducerProcess:
             self.result = reconcile(self.run_dir, self.intent_path)
             self._event(event, announced=self.result.announced,
                         indeterminate_written=self.result.indeterminate, **detail)
-            if self._worker is not None and self._worker.died:
+            if self._worker is not None and self._worker.died \
+                    and self._worker.exitcode != FATAL_RESTART_EXIT:
                 # the child may have said why (its own event); this covers every exit
                 self._event(WORKLOAD_DIED, workload="producer", exitcode=self._worker.exitcode,
                             source="exit code")

@@ -78,12 +78,33 @@ class TransactionSpec(_Spec):
     # output record per input record, commit input offsets inside the txn.
     input_topic: str | None = None
     input_group: str | None = None
+    # Jepsen's knobs. Each transaction writes this many of the topic's partitions (a
+    # seeded choice, records in turn); None: the partitioner's choice.
+    partitions_per_txn: int | None = None
+    # Up to this long (uniform, seeded) between two sends of a transaction and before
+    # its end: a transaction stays open while faults happen.
+    intra_txn_delay_ms: int = 0
+    # An indefinite error (a commit, abort or offsets call that times out or keeps
+    # failing retriably; with `reinit`, also a record whose delivery timed out): `keep`
+    # the producer and retry the call until it answers, as most applications do, or
+    # `reinit`: record the transaction's outcome as unknown, close the producer and make
+    # a new one with the same transactional.id (init_transactions bumps the epoch and
+    # fences whatever is still in flight): the mitigation Jepsen suggested.
+    on_indefinite: Literal["keep", "reinit"] = "keep"
+    end_timeout_ms: int = 30000           # one commit/abort/offsets call waits this long
 
-    @field_validator("records_per_txn")
+    @field_validator("records_per_txn", "partitions_per_txn", "end_timeout_ms")
     @classmethod
-    def _positive(cls, v: int) -> int:
-        if v < 1:
+    def _positive(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
             raise ValueError("must be at least 1")
+        return v
+
+    @field_validator("intra_txn_delay_ms")
+    @classmethod
+    def _delay(cls, v: int) -> int:
+        if v < 0:
+            raise ValueError("must not be negative")
         return v
 
     @field_validator("abort_rate")
@@ -154,6 +175,14 @@ class ProducerSpec(_Spec):
     churn: ProducerChurnSpec | None = None     # restarted while it runs
     client_config: dict[str, str] = {}         # extra librdkafka settings, passed through
     seed: int = 0
+    # A fatal client error (the client says the producer cannot go on): `stop` (the
+    # workload dies: workload_deaths counts it) or `restart`: a new incarnation `p0.1`
+    # with the same transactional.id, as churn starts one. Either way a `client-fatal`
+    # event says when and why.
+    on_fatal: Literal["stop", "restart"] = "stop"
+    # `java`: Kafka's own Java producer (workloads/java_txn.py: transactional only), its
+    # jars of workload.clients_version (default: the brokers'), in a container.
+    client: Literal["librdkafka", "java"] = "librdkafka"
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -209,12 +238,37 @@ class ProducerSpec(_Spec):
         if self.transactions is not None and not self.enable_idempotence:
             raise SpecError("producer.transactions", "transactions need an idempotent producer",
                             "set enable_idempotence: true")
+        if self.client == "java":
+            _java_fits(self)
         if self.delivery_timeout_ms < self.request_timeout_ms + self.linger_ms:
             raise SpecError("producer.delivery_timeout_ms",
                             f"{self.delivery_timeout_ms} < request_timeout_ms + linger_ms "
                             f"({self.request_timeout_ms + self.linger_ms})",
                             "raise delivery_timeout_ms or lower request_timeout_ms")
         return self
+
+
+def txn_id_of(spec: ProducerSpec, run_id: str) -> str | None:
+    """A transactional producer's transactional.id: its own, or `<run_id>-<name>`."""
+    t = spec.transactions
+    if t is None:
+        return None
+    return t.transactional_id or f"{run_id}-{spec.name}"
+
+
+def _java_fits(spec: ProducerSpec) -> None:
+    """What the Java transactional producer does not do (workloads/java_txn.py)."""
+    if spec.transactions is None:
+        raise SpecError("producer.client", "the java client here is the transactional producer",
+                        "add transactions: {...}, or use workload.java_producers "
+                        "(Kafka's VerifiableProducer) for plain Java load")
+    for field, bad, fix in (
+            ("transactions.input_topic", spec.transactions.input_topic is not None,
+             "remove it: consume-transform-produce is librdkafka's only"),
+            ("churn", spec.churn is not None, "remove it, or use client: librdkafka"),
+            ("keys", spec.keys != "none", "use keys: none with client: java")):
+        if bad:
+            raise SpecError(f"producer.{field}", "not supported with client: java", fix)
 
 
 class ConsumerGroupSpec(_Spec):

@@ -89,3 +89,37 @@ def test_cluster_min_isr_applies_to_topics():
     with pytest.raises(SpecError):
         validate_topic(spec, "t", 1, 2, None)
     validate_topic(spec, "t", 1, 3, None)
+
+
+def test_transaction_version_formats_the_cluster_on_4x_only():
+    from clusters.config import format_args
+    held = ClusterSpec.from_dict({"version": "4.3.1", "transaction_version": 1})
+    assert "--feature transaction.version=1" in format_args(held)
+    assert "transaction.version" not in format_args(ClusterSpec.from_dict({"version": "4.3.1"}))
+    with pytest.raises(SpecError, match="no transaction.version feature"):
+        ClusterSpec.from_dict({"version": "3.9.2", "transaction_version": 1})
+    with pytest.raises(SpecError) as e:
+        ClusterSpec.from_dict({"version": "4.3.1", "transaction_version": 3})
+    assert e.value.field == "cluster.transaction_version"
+
+
+def test_broker_log_levels_are_set_on_every_broker_with_either_config_command():
+    from clusters.api import ExecResult
+    from clusters.log_levels import set_broker_log_levels
+
+    class Node:
+        def __init__(self, i, code):
+            self.name, self.node_id, self.code, self.ran = f"kafka-{i}", i, code, []
+
+        def exec(self, cmd):
+            self.ran.append(cmd[-1])
+            return ExecResult(self.code, "no such class")
+
+    nodes = [Node(1, 0), Node(2, 1)]
+    cluster = type("C", (), {"brokers": lambda self: nodes})()
+    spec = ClusterSpec.from_dict({"log_levels": {"kafka.coordinator.transaction": "DEBUG"}})
+    assert set_broker_log_levels(cluster, dict(spec.log_levels)) == {
+        "kafka-1": "ok", "kafka-2": "no such class"}
+    script = nodes[1].ran[0]
+    assert "--entity-name 2" in script and "kafka.coordinator.transaction=DEBUG" in script
+    assert "org.apache.kafka.tools.ConfigCommand" in script and "|| " in script

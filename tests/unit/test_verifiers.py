@@ -57,7 +57,8 @@ def test_load_document_with_facts_and_defaults():
     assert s.expectations[: len(DEFAULTS)] == DEFAULTS
     assert s.expectations[-1] == parse_expectation("max_unavailability_s <= 30")
     assert s.facts == (("idempotent", False),)
-    assert load_expectations("- lost == 0\n", "y.yaml").expectations == (parse_expectation("lost == 0"),)
+    assert load_expectations("- lost == 0\n", "y.yaml").expectations == (
+        parse_expectation("lost == 0"), parse_expectation("workload_deaths == 0"))
     with pytest.raises(SpecError, match="x.yaml: extra"):
         load_expectations("extra: 1\n", "x.yaml")
     with pytest.raises(SpecError, match="x.yaml: facts.speedy"):
@@ -94,6 +95,18 @@ def test_conditions_that_do_not_hold_do_not_apply():
     assert "duplicate == 0 when idempotent: does not apply (idempotent is false)" in v.not_judged
 
 
+def test_a_dead_workload_fails_whatever_expectations_were_chosen():
+    # no include_defaults, and no word about deaths: a death still fails the run
+    s = {"anomalies": {"lost": 0}, "counts": {"workload_deaths": 1}, "metrics": {}}
+    v = judge(s, load_expectations("- lost == 0\n", "e"), ALL_TRUE, {})
+    assert v.failures == ("workload_deaths: 1 > 0",)
+    # a scenario that kills its own workload says how many deaths it allows
+    v = judge(s, load_expectations("- lost == 0\n- workload_deaths <= 1\n", "e"), ALL_TRUE, {})
+    assert v.failures == ()
+    s["counts"]["workload_deaths"] = 0
+    assert judge(s, load_expectations("- lost == 0\n", "e"), ALL_TRUE, {}).failures == ()
+
+
 def test_derived_metrics():
     s = summary()
     assert metric_value(s, "max_unavailability_s") == (31.0, None)
@@ -101,6 +114,7 @@ def test_derived_metrics():
     assert metric_value(s, "ack_latency_ms.p99") == (40.0, None)
     assert metric_value(s, "e2e_latency_ms.p99")[0] is None
     exps = load_expectations("- max_unavailability_s <= 30 s\n- e2e_latency_ms.p99 < 100\n", "e")
+    s["counts"]["workload_deaths"] = 0          # judged always (a dead workload never passes)
     v = judge(s, exps, ALL_TRUE, {})
     assert v.failures == ("max_unavailability_s: 31 > 30",)
     assert v.not_judged == ("e2e_latency_ms.p99 < 100: not judged, e2e_latency_ms.p99 has no "

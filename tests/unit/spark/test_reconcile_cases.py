@@ -22,7 +22,8 @@ pytestmark = pytest.mark.spark
 # Which column names a row's topic, per kind (never-sent records have no produced topic).
 TOPIC_COL = {"lost": "topic", "overwritten": "topic", "duplicate": "topic",
              "reordered": "pos_topic", "unexpected": "pos_topic", "divergent": "topic",
-             "aborted_read": "pos_topic", "skipped": "topic", "redelivered": "topic",
+             "aborted_read": "pos_topic", "torn_transaction": "topic", "skipped": "topic",
+             "redelivered": "topic",
              "recovered": "topic", "poll_skip": "topic", "nonmonotonic_poll": "topic"}
 
 S = 1_000_000
@@ -133,6 +134,8 @@ def build(h: History) -> None:
     h.consume(t, 0, 0, y, group="ac-rc", isolation="read_committed")
     h.consume(t, 0, 2, z, group="ac-rc", isolation="read_committed")
     h.drain(t, 0, 2, z, isolation="read_committed")
+
+    build_torn_cases(h)
 
     # divergent: two consumers saw different records at offset 0, and at offset 2
     # one saw a foreign payload. a (acked at 0) and d (acked at 2) are overwritten;
@@ -289,6 +292,34 @@ def build(h: History) -> None:
     build_deposed_case(h)
 
 
+def build_torn_cases(h: History) -> None:
+    """torn_transaction, next to aborted_read and lost: transactions of tt-p in the log
+    (read_committed drain) as KAFKA-17754 leaves them."""
+    # txn 0 whole; txn 1 committed, its record at 4 never consumed (torn, and lost); txn 2
+    # aborted, its first record committed with txn 3 (the delayed batch: torn, and an
+    # aborted_read); txn 4 aborted and hidden: not torn.
+    t = case("torn", torn_transaction=2, lost=1, aborted_read=1)
+    tx = "tx-torn"
+    plan = ((0, "committed", 0), (0, "committed", 1), (1, "committed", 3), (1, "committed", None),
+            (2, "aborted", 6), (2, "aborted", None), (3, "committed", 8), (4, "aborted", None))
+    for seq, (txn_seq, outcome, at) in enumerate(plan):
+        acked = outcome == "committed"
+        rid = h.send(t, "tt-p", seq, status="acked" if acked else "failed",
+                     txn=(tx, txn_seq, outcome), offset=(at if at is not None else 4) if acked else None)
+        if at is not None:
+            h.drain(t, 0, at, rid, isolation="read_committed")
+    # an aborted transaction wholly visible is aborted_read alone; one seen only by a
+    # read_uncommitted consumer is nothing
+    t = case("torn_not", aborted_read=2)
+    for seq in range(2):
+        rid = h.send(t, "tn-p", seq, status="failed", txn=("tx-tn", 0, "aborted"))
+        h.drain(t, 0, seq, rid, isolation="read_committed")
+    for seq in (2, 3):
+        rid = h.send(t, "tn-p", seq, status="failed", txn=("tx-tn", 1, "aborted"))
+        if seq == 2:
+            h.consume(t, 0, seq, rid, group="tn-ru", isolation="read_uncommitted")
+
+
 def build_deposed_case(h: History) -> None:
     """Who acknowledged a lost record: kafka-1 leads "deposed"-0 and is cut off from
     the other nodes at 201 s (fault f-dep, healed at 204 s) while clients still reach
@@ -437,10 +468,10 @@ def test_summary_totals_are_the_sum_of_the_cases(verified):
 
 
 def test_aborted_records_read_uncommitted_in_run_are_counted_not_judged(verified):
-    # ux-tx and ar-tx were read by read_uncommitted groups in `run`; ac-tx's aborted
-    # record only by read_committed (aborted_read); drain copies do not count
+    # ux-tx, ar-tx and tx-tn (torn_not) were read by read_uncommitted groups in `run`;
+    # ac-tx's aborted record only by read_committed (aborted_read); drain copies do not count
     _, summary = verified
-    assert summary["counts"]["aborted_seen_uncommitted"] == 2
+    assert summary["counts"]["aborted_seen_uncommitted"] == 3
 
 
 def test_acked_records_read_in_run_but_gone_from_the_final_log_are_counted(verified):
@@ -531,6 +562,18 @@ def test_a_deposed_leaders_acks_are_its_own_and_charged_to_the_fault_that_depose
                   for g in deposed) == [(1, 1, "f-dep", 1), (1, 2, "f-dep", 2)]
     [o] = [g for g in summary["anomaly_explanations"]["overwritten"] if g["topic"] == "deposed"]
     assert o["surviving_leader_epochs"] == [5]
+
+
+def test_a_torn_transaction_names_the_transaction_that_committed_its_record(verified):
+    run, _ = verified
+    rows = [r for r in pq.read_table(run / "report" / "anomalies" / "torn_transaction").to_pylist()
+            if r["topic"] == "torn"]
+    assert sorted((r["txn_seq"], r["record_id"], r["visible"]) for r in rows) == [
+        (1, "tt-p-2", True), (1, "tt-p-3", False), (2, "tt-p-4", True), (2, "tt-p-5", False)]
+    words = sorted(r["explanation"] for r in rows if r["explanation"])
+    assert words == [
+        "record tt-p-3 of committed transaction 1 was never consumed (1 of its 2 records were)",
+        "record tt-p-4 of aborted transaction 2 was committed with transaction 3 at torn-0 offset 6"]
 
 
 def test_poll_checks_say_how_many_deliveries_they_left_out(verified):

@@ -27,7 +27,7 @@ def test_every_injected_kind_is_counted_exactly(tmp_path, spark):
     # scenario.yaml says idempotent, acks=all, min ISR 2, commit after processing
     assert s["config"]["facts"]["durable"] is True
     assert result.exit_code == 1
-    assert len(result.verdict.failures) == 8
+    assert len(result.verdict.failures) == 9       # torn_transaction: aborted_read read in part
     assert f"lost: {truth['anomalies']['lost']} > 0 (expected lost == 0 when durable)" \
         in result.verdict.failures
     # each stalled partition shows up as an unavailability window of about fault_seconds
@@ -45,7 +45,7 @@ def test_every_injected_kind_is_counted_exactly(tmp_path, spark):
     assert first["partitions"]["t-0"]["seconds"] == pytest.approx(
         (windows[0]["end_us"] - first["start_us"]) / 1e6)
     junit = ET.parse(tmp_path / "report" / "junit.xml").getroot()
-    assert junit.get("failures") == "8"
+    assert junit.get("failures") == "9"
     html = (tmp_path / "report" / "index.html").read_text()
     assert html.count("data:image/png;base64,") == 4    # throughput, latency, lag, leaders
     assert "FAILED" in html and "report could not be rendered" not in html

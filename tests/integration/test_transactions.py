@@ -1,0 +1,87 @@
+"""One short transactional run per client (librdkafka, Kafka's Java producer) on a real
+cluster, a broker paused under it (found through FindCoordinator or the partition's
+leader): every record sent has exactly one row with its transaction and outcome, every
+transaction an event, and the verdict is computed (torn_transaction among the kinds)."""
+from __future__ import annotations
+
+import json
+
+import pandas as pd
+import pytest
+import yaml
+
+from clusters.docker_env import docker_client
+from core.history import read_table
+
+SCENARIO = {
+    "seed": 5,
+    "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
+    "topics": [{"name": "t", "partitions": 3, "replication_factor": 3,
+                "configs": {"min.insync.replicas": 2}}],
+    "workload": {"duration_s": 20, "consumers": [
+        {"group_id": "g0", "topics": ["t"], "isolation": "read_committed"}]},
+}
+TXN = {"records_per_txn": 5, "partitions_per_txn": 2, "intra_txn_delay_ms": 20,
+       "abort_rate": 0.2, "transaction_timeout_ms": 10000, "end_timeout_ms": 5000}
+
+
+def _scenario(tmp_path, name: str, producer: dict, target: dict):
+    doc = {"name": name, **SCENARIO,
+           "workload": {**SCENARIO["workload"], "producers": [
+               {"name": "p0", "topic": "t", "request_timeout_ms": 3000, "rate": 200,
+                "transactions": TXN, "on_fatal": "restart", **producer}]},
+           "faults": {"timeline": [{"at": 4, "fault": "sigstop", "target": target, "hold": 3}]}}
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _check_history(result) -> pd.DataFrame:
+    run_dir = result.run_dir
+    produced = read_table(run_dir, "produced").to_pandas()
+    events = read_table(run_dir, "events").to_pandas()
+    # complete: each producer's seqs 0..n-1, each once, each with its transaction
+    for name, rows in produced.groupby("producer"):
+        assert sorted(rows.seq) == list(range(len(rows))), name
+    assert produced.txn_seq.notna().all() and produced.txn_id.notna().all()
+    assert set(produced.txn_outcome) <= {"committed", "aborted", "unknown"}
+    committed = produced[produced.txn_outcome == "committed"]
+    assert len(committed) > 100 and (committed.status == "acked").all()
+    assert committed.offset.notna().all()
+    assert (produced[produced.txn_outcome == "aborted"].status == "failed").all()
+    # every transaction with a known outcome has its `transaction` event, saying the same
+    txns = events[(events.kind == "client") & (events.name == "transaction")]
+    said = {(t, json.loads(d)["txn_seq"]): json.loads(d)["outcome"]
+            for t, d in zip(txns.target, txns.detail, strict=True)}
+    known = produced[produced.txn_outcome != "unknown"]
+    for key, outcome in zip(zip(known.producer, known.txn_seq), known.txn_outcome, strict=True):
+        assert said.get(key) == outcome, (key, outcome)
+    # the verdict is computed, torn_transaction among the kinds
+    summary = json.loads((run_dir / "report" / "summary.json").read_text())
+    assert summary["verdict"]["status"] in ("passed", "failed"), summary["verdict"]
+    assert "torn_transaction" in summary["anomalies"]
+    assert summary["counts"]["client_fatals"] == len(summary["client_fatals"])
+    faults = json.loads((run_dir / "faults.json").read_text())
+    assert [f["error"] for f in faults] == [None], faults
+    assert not docker_client().containers.list(all=True, filters={
+        "label": f"harness.run-id={run_dir.name}"})
+    return produced
+
+
+@pytest.mark.timeout(420)
+def test_librdkafka_transactions_with_the_coordinator_paused(chaos_run, tmp_path):
+    result = chaos_run(_scenario(tmp_path, "txn-ci-librdkafka", {},
+                                 {"txn_coordinator_of": {"producer": "p0"}}))
+    produced = _check_history(result)
+    assert produced.producer.str.startswith("p0").all()
+    [fault] = json.loads((result.run_dir / "faults.json").read_text())
+    assert len(fault["targets"]) == 1 and fault["targets"][0].startswith("kafka-")
+
+
+@pytest.mark.timeout(420)
+def test_java_transactions_with_a_leader_paused(chaos_run, tmp_path):
+    result = chaos_run(_scenario(tmp_path, "txn-ci-java", {"client": "java"},
+                                 {"leader_of": {"topic": "t", "partition": 0}}))
+    produced = _check_history(result)
+    assert (result.run_dir / "workloads" / "java-p0" / "stderr.log").stat().st_size > 0
+    assert produced.ack_ts_us.notna().sum() > 100
