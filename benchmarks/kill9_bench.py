@@ -81,7 +81,9 @@ def one_round(i: int, at_s: float, base: Path) -> dict:
         v = subprocess.run([*HARNESS, "verify", str(d)], capture_output=True, text=True,
                            timeout=900, cwd=REPO)
         verdicts.append({"exit": v.returncode, "says": (v.stdout + v.stderr).strip().splitlines()[:2],
-                         "traceback": "Traceback" in v.stderr})
+                         "traceback": "Traceback" in v.stderr,
+                         # a traceback's cause is at its end: keep it to explain a failed round
+                         "stderr_tail": v.stderr.strip().splitlines()[-12:] if "Traceback" in v.stderr else []})
     return {"round": i, "kill_at_s": round(at_s, 1), "phase": phase, "gc": gc.stdout.strip(),
             "leftovers": left, "verify": verdicts}
 

@@ -2,28 +2,26 @@
 
 librdkafka's admin API (confluent-kafka 2.16) has no call that names a transaction's
 coordinator, so the request is made here, on the wire: FindCoordinator v1 (Kafka
-0.11 on; 4.0 removed only v0), one plain TCP exchange with one broker of the
-bootstrap list. A broker that is paused, down or still loading the coordinator's
-partition is not an answer: the next one is asked, and the whole list again until
-the deadline.
+0.11 on; 4.0 removed only v0), one exchange with one broker of the bootstrap list
+(through TLS and SASL when the cluster is secured: clusters/kafka_wire.py). A broker
+that is paused, down or still loading the coordinator's partition is not an answer:
+the next one is asked, and the whole list again until the deadline.
 
     find_coordinator("10.0.0.2:9092,10.0.0.3:9092", "run-1-p0", TRANSACTION)  # -> 3
 """
 from __future__ import annotations
 
-import socket
 import struct
 import time
 from dataclasses import dataclass
 
+from clusters.kafka_wire import WireSecurity, connect, exchange, frame_v1
 from clusters.metadata_probe import _Reader as Reader
-from clusters.metadata_probe import _recv as read_exact
 from core.errors import HarnessError
 
 GROUP, TRANSACTION = 0, 1               # the request's key_type
 KEY_TYPES = {"group": GROUP, "transaction": TRANSACTION}
 API_KEY, API_VERSION = 10, 1
-CLIENT_ID = b"harness"
 # "not now": asked again (another broker, or the same one later)
 RETRIABLE = {14: "COORDINATOR_LOAD_IN_PROGRESS", 15: "COORDINATOR_NOT_AVAILABLE",
              16: "NOT_COORDINATOR"}
@@ -44,9 +42,8 @@ def encode_request(key: str, key_type: int, correlation_id: int) -> bytes:
     """FindCoordinator v1: header v1 (api key, version, correlation id, client id),
     then key (string) and key_type (int8); the whole prefixed by its size."""
     k = key.encode()
-    body = (struct.pack(">hhih", API_KEY, API_VERSION, correlation_id, len(CLIENT_ID))
-            + CLIENT_ID + struct.pack(">h", len(k)) + k + struct.pack(">b", key_type))
-    return struct.pack(">i", len(body)) + body
+    return frame_v1(API_KEY, API_VERSION, struct.pack(">h", len(k)) + k + struct.pack(">b", key_type),
+                    correlation_id)
 
 
 def decode_response(payload: bytes, correlation_id: int) -> tuple[int, str | None, Coordinator]:
@@ -60,17 +57,17 @@ def decode_response(payload: bytes, correlation_id: int) -> tuple[int, str | Non
 
 
 def ask(address: str, key: str, key_type: int, timeout_s: float = 3.0,
-        correlation_id: int = 1) -> tuple[int, str | None, Coordinator]:
+        correlation_id: int = 1, security: WireSecurity | None = None
+        ) -> tuple[int, str | None, Coordinator]:
     """One FindCoordinator exchange with one broker (host:port)."""
     host, _, port = address.rpartition(":")
-    with socket.create_connection((host, int(port)), timeout=timeout_s) as sock:
-        sock.sendall(encode_request(key, key_type, correlation_id))
-        (size,) = struct.unpack(">i", read_exact(sock, 4))
-        return decode_response(read_exact(sock, size), correlation_id)
+    with connect(host, int(port), timeout_s, security) as sock:
+        return decode_response(exchange(sock, encode_request(key, key_type, correlation_id)),
+                               correlation_id)
 
 
 def find_coordinator(bootstrap: str, key: str, key_type: int, timeout_s: float = 15.0,
-                     attempt_s: float = 3.0) -> Coordinator:
+                     attempt_s: float = 3.0, security: WireSecurity | None = None) -> Coordinator:
     """The coordinator of `key` (a transactional.id or a group id), asking each broker
     of `bootstrap` in turn until one answers, within `timeout_s`."""
     deadline = time.monotonic() + timeout_s
@@ -80,7 +77,7 @@ def find_coordinator(bootstrap: str, key: str, key_type: int, timeout_s: float =
         for address in [a.strip() for a in bootstrap.split(",") if a.strip()]:
             correlation += 1
             try:
-                error, message, coordinator = ask(address, key, key_type, attempt_s, correlation)
+                error, message, coordinator = ask(address, key, key_type, attempt_s, correlation, security)
             except (OSError, struct.error) as e:
                 last = f"{address}: {type(e).__name__}: {e}"
                 continue

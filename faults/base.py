@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
 from clusters.coordinator import find_coordinator
+from clusters.kafka_wire import WireSecurity
 from core.history import EventLog, now_us
 from faults.words import describe
 
@@ -70,8 +71,9 @@ class FaultContext:
         """The broker id FindCoordinator names for a transactional.id or a group, now."""
         if self.coordinator_lookup is not None:
             return self.coordinator_lookup(key, key_type)
+        security = WireSecurity.from_client_config(self.cluster.client_config())
         return find_coordinator(self.cluster.bootstrap_servers(), key, key_type,
-                                timeout_s=self.leader_wait_s).node_id
+                                timeout_s=self.leader_wait_s, security=security).node_id
 
     def emit(self, kind: str, name: str, target: str | None = None, **detail: Any) -> None:
         if self.events is not None:

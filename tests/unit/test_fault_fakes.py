@@ -208,6 +208,9 @@ class FakeCluster:
     def bootstrap_servers(self) -> str:
         return ",".join(f"{n.ip}:9092" for n in self.brokers())
 
+    def client_config(self) -> dict[str, str]:
+        return {}
+
     def create_topic(self, name, partitions, replication_factor, configs=None):
         ids = [b.node_id for b in self.brokers()][:replication_factor]
         for p in range(partitions):
