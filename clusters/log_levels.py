@@ -3,6 +3,10 @@ the evidence a maintainer asks for: `cluster.log_levels: {kafka.coordinator.tran
 DEBUG}` logs every transaction coordinator decision (EndTxn in which state, epoch
 bumps, markers) in logs/<broker>.log. Set on every broker once the cluster is up; a
 restarted broker comes back with the image's levels (dynamic loggers are not stored).
+A broker accepts only a logger that already exists in it (3.9.2 refuses the package
+name above: "Invalid broker logger(s)"; a class's full name, once that class has logged,
+is the likelier fit). A refusal does not stop the run: it is said on the terminal and
+among the report's "what else went wrong".
 """
 from __future__ import annotations
 

@@ -55,7 +55,12 @@ def topics(run: Run, detail: dict) -> None:
         run.ctx.cluster.create_topic(t.name, t.partitions, t.replication_factor, t.configs)
     detail["topics"] = [t.name for t in run.scenario.topics]
     if run.scenario.cluster.log_levels:
-        detail["log_levels"] = set_broker_log_levels(run.ctx.cluster, dict(run.scenario.cluster.log_levels))
+        answers = set_broker_log_levels(run.ctx.cluster, dict(run.scenario.cluster.log_levels))
+        detail["log_levels"] = answers
+        refused = sorted(b for b, why in answers.items() if why != "ok")
+        if refused:      # the run goes on; the report's "what else went wrong" names it too
+            run.say(f"warning: cluster.log_levels not set on {', '.join(refused)} "
+                    f"(a logger must exist in the broker, e.g. a class's full name)")
 
 
 def logs(run: Run, detail: dict) -> None:

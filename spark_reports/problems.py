@@ -132,6 +132,12 @@ def _plan_problems(loc: RunLocation) -> list[dict]:
 def _phase_problems(loc: RunLocation) -> list[dict]:
     out = []
     for ph in _read_json(loc, "phases.json") or []:
+        refused = {b: why for b, why in ((ph.get("detail") or {}).get("log_levels") or {}).items()
+                   if why != "ok"} if isinstance(ph, dict) else {}
+        if refused:      # the evidence asked for (cluster.log_levels) is not in the broker logs
+            out.append({"kind": "log-levels", "at_us": ph.get("end_us"),
+                        "text": f"cluster.log_levels not set on {', '.join(sorted(refused))}: "
+                                f"{_last_line(next(iter(refused.values())))}"})
         if isinstance(ph, dict) and ph.get("outcome") == "failed":
             d = ph.get("detail") or {}
             why = ph.get("error") or d.get("error") or d.get("incomplete") or d.get("leftovers")
@@ -139,6 +145,12 @@ def _phase_problems(loc: RunLocation) -> list[dict]:
                         "text": f"phase {ph.get('name')} did not finish cleanly"
                                 + (f": {str(why)[:300]}" if why else "")})
     return out
+
+
+def _last_line(words) -> str:
+    """A tool's last line: its verdict (the lines before are the JVM's warnings)."""
+    lines = [line for line in str(words).splitlines() if line.strip()]
+    return lines[-1].strip()[-200:] if lines else ""
 
 
 def _consumer_problems(summary: dict) -> list[dict]:

@@ -251,3 +251,23 @@ def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
     [problem] = find_problems(tl, {}, RunLocation.of(str(tmp_path)))
     assert problem["kind"] == "observer"
     assert problem["text"] == f"the observer could not see the controller: {why}"
+
+
+def test_broker_log_levels_a_broker_refused_are_named_among_what_else_went_wrong(tmp_path):
+    """cluster.log_levels set through ConfigCommand: a broker that refused (an unknown logger,
+    a tool not found) leaves the evidence out of its log, and the report says so."""
+    from spark_reports.problems import find_problems
+    from spark_reports.storage import RunLocation
+    from spark_reports.timeline import Timeline
+
+    why = "Invalid broker logger(s): kafka.coordinator.transaction"
+    said = f"log4j:WARN Please initialize the log4j system properly.\n{why}\n"
+    (tmp_path / "phases.json").write_text(json.dumps([
+        {"name": "topics", "outcome": "ok", "start_us": 1, "end_us": 2,
+         "detail": {"log_levels": {"kafka-1": "ok", "kafka-2": said, "kafka-3": said}}}]))
+    [problem] = find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path)))
+    assert problem["kind"] == "log-levels"
+    assert problem["text"] == f"cluster.log_levels not set on kafka-2, kafka-3: {why}"
+    (tmp_path / "phases.json").write_text(json.dumps([
+        {"name": "topics", "outcome": "ok", "detail": {"log_levels": {"kafka-1": "ok"}}}]))
+    assert find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path))) == []
