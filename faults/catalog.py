@@ -271,8 +271,6 @@ def _bounce(signal: str, target: Selector | None, p: BounceParams) -> BaseFault:
 
 
 def _kinds() -> dict[str, FaultKind]:
-    def bounce(signal: str):
-        return functools.partial(_bounce, signal)
     kinds = [
         _kind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
               REQUIRED, lambda s, p: Kill(s, HARD)),
@@ -280,9 +278,9 @@ def _kinds() -> dict[str, FaultKind]:
               TerminateParams, REQUIRED,
               lambda s, p: Kill(s, CLEAN, stop_timeout_s=p.stop_timeout_s)),
         _kind("bounce", "clean stop and start of the target, `times` rounds, inside inject",
-              BounceParams, REQUIRED, bounce(CLEAN), self_healing=True),
+              BounceParams, REQUIRED, functools.partial(_bounce, CLEAN), self_healing=True),
         _kind("bounce-hard", "SIGKILL and start of the target, `times` rounds, inside inject",
-              BounceParams, REQUIRED, bounce(HARD), self_healing=True),
+              BounceParams, REQUIRED, functools.partial(_bounce, HARD), self_healing=True),
         _kind("pause", "freeze the target's container (docker pause); heal unpauses",
               NoParams, REQUIRED, lambda s, p: Pause(s, DOCKER)),
         _kind("sigstop", "SIGSTOP the target's JVM (sockets stay open); heal sends SIGCONT",

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 from clusters import storage
 from clusters.labels import KEPT, RUN_ID, new_run_id
-from core.errors import HarnessError, SpecError
+from core.errors import HarnessError
 
 if TYPE_CHECKING:
     from clusters.docker_cluster import DockerCluster
@@ -85,14 +85,10 @@ def up_command(args: argparse.Namespace) -> int:
 def load_cluster_scenario(path_or_name: str | None, overrides: tuple[str, ...] = ()):
     """A scenario, or a spec: a file with only `cluster:` (and perhaps `name:`), whose
     cluster is validated as a scenario's is (the file, line and field named)."""
-    from harness.scenario import known_fields, parse_scenario, resolve_path
+    from harness.scenario import known_fields, parse_scenario, read_source, resolve_path
     from harness.yamlsource import apply_set, load_yaml
     path = resolve_path(path_or_name)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(str(path), f"cannot read it ({e.strerror})", "check the path") from None
-    data, source = load_yaml(text, str(path))
+    data, source = load_yaml(read_source(path), str(path))
     if isinstance(data, dict) and set(data) <= {"name", "cluster"}:
         data = {**data, **SPEC_ONLY_FILL}
     if isinstance(data, dict):

@@ -80,15 +80,19 @@ def known_fields() -> dict:
             "applies_to": of_model(sm.AppliesTo)}
 
 
+def read_source(path: Path) -> str:
+    """A scenario file's text; a file that cannot be read is a SpecError naming it."""
+    try:
+        return path.read_text()
+    except OSError as e:
+        raise SpecError(str(path), f"cannot read it ({e.strerror})", "check the path") from None
+
+
 def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = (),
                   seed: int | None = None) -> Scenario:
     """A scenario file, or a built-in name (`harness list`), with `--set` overrides."""
     path = resolve_path(path_or_name)
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise SpecError(str(path), f"cannot read it ({e.strerror})", "check the path") from None
-    data, source = load_yaml(text, _display(path))
+    data, source = load_yaml(read_source(path), _display(path))
     data = data if data is not None else {}
     if isinstance(data, dict):
         known = known_fields()

@@ -232,33 +232,8 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
                  **{host: {"bind": inside, "mode": "ro"} for host, inside in run.volumes}},
         user="root")
     started = time.monotonic()
-    exit_code: int | None = None
-    stop_sent_at: float | None = None       # SIGTERM runs the tool's shutdown hook (flush, tool_data)
     try:
-        with open(events_file) as fh:
-            buf = ""
-            while True:
-                chunk = fh.read(1 << 20)
-                if chunk:
-                    buf += chunk
-                    lines = buf.split("\n")
-                    buf = lines.pop()
-                    for line in lines:
-                        feed(line)
-                    continue
-                container.reload()
-                if container.status not in ("created", "running"):
-                    for line in (buf + fh.read()).split("\n"):
-                        feed(line)
-                    exit_code = container.attrs["State"]["ExitCode"]
-                    break
-                now = time.monotonic()
-                if stop_sent_at is None and (now - started > timeout_s or (should_stop and should_stop())):
-                    container.kill(signal="SIGTERM")
-                    stop_sent_at = now
-                elif stop_sent_at is not None and now - stop_sent_at > 30:
-                    container.kill(signal="SIGKILL")
-                time.sleep(0.1)
+        exit_code, stop_sent_at = _follow(container, events_file, feed, started, timeout_s, should_stop)
     finally:
         try:
             container.remove(force=True)
@@ -269,6 +244,37 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
         raise HarnessError(f"{main_class} exited with {exit_code}: {stderr[-2000:]}")
     return {"exit_code": exit_code, "stopped": stop_sent_at is not None,
             "seconds": time.monotonic() - started}
+
+
+def _follow(container, events_file: Path, feed: Callable[[str], None], started: float,
+            timeout_s: float, should_stop: Callable[[], bool] | None) -> tuple[int | None, float | None]:
+    """Feed the tool's stdout lines until its container ends: (exit code, when we sent
+    SIGTERM or None). SIGTERM runs the tool's shutdown hook (flush, tool_data); SIGKILL
+    30 s later if it has not ended."""
+    stop_sent_at: float | None = None
+    with open(events_file) as fh:
+        buf = ""
+        while True:
+            chunk = fh.read(1 << 20)
+            if chunk:
+                buf += chunk
+                lines = buf.split("\n")
+                buf = lines.pop()
+                for line in lines:
+                    feed(line)
+                continue
+            container.reload()
+            if container.status not in ("created", "running"):
+                for line in (buf + fh.read()).split("\n"):
+                    feed(line)
+                return container.attrs["State"]["ExitCode"], stop_sent_at
+            now = time.monotonic()
+            if stop_sent_at is None and (now - started > timeout_s or (should_stop and should_stop())):
+                container.kill(signal="SIGTERM")
+                stop_sent_at = now
+            elif stop_sent_at is not None and now - stop_sent_at > 30:
+                container.kill(signal="SIGKILL")
+            time.sleep(0.1)
 
 
 def java_run_of(run: "RunContext", version: str | None = None) -> JavaRun:
