@@ -58,6 +58,7 @@ from clusters.docker_env import docker_client  # noqa: E402
 from clusters.images import ensure_images  # noqa: E402
 from clusters.kafka_wire import WireSecurity  # noqa: E402
 from clusters.labels import RUN_ID, new_run_id, run_labels  # noqa: E402
+from clusters.log_levels import log_levels_env  # noqa: E402
 from clusters.metadata_probe import broker_view, elected  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.migration import MigrationPlan, plan_migration  # noqa: E402
@@ -257,6 +258,8 @@ class DockerCluster:
         env = {"ROLE": "zookeeper" if plan.role == ZOOKEEPER else "kafka",
                "NODE_ID": str(plan.node_id), "NODE_CONFIG": config,
                "HEAP_MB": str(self.spec.heap_mb if plan.role != ZOOKEEPER else 256)}
+        if plan.role != ZOOKEEPER:
+            env.update(log_levels_env(self.spec.log_levels))
         if cluster_id or self._cluster_id:
             env["CLUSTER_ID"] = cluster_id or self._cluster_id
             extra = format_extra if format_extra is not None else \

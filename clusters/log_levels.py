@@ -1,31 +1,38 @@
-"""Broker log levels changed at run time (KIP-412 `broker-loggers`), so a run can keep
-the evidence a maintainer asks for: `cluster.log_levels: {kafka.coordinator.transaction:
-DEBUG}` logs every transaction coordinator decision (EndTxn in which state, epoch
-bumps, markers) in logs/<broker>.log. Set on every broker once the cluster is up; a
-restarted broker comes back with the image's levels (dynamic loggers are not stored).
-A broker accepts only a logger that already exists in it (3.9.2 refuses the package
-name above: "Invalid broker logger(s)"; a class's full name, once that class has logged,
-is the likelier fit). A refusal does not stop the run: it is said on the terminal and
-among the report's "what else went wrong".
+"""Broker log levels (`cluster.log_levels`), so a run can keep the evidence a maintainer
+asks for: `{kafka.coordinator.transaction: DEBUG}` logs every transaction coordinator
+decision (EndTxn in which state, epoch bumps, markers) in logs/<broker>.log.
+
+They are set when each Kafka node starts, in its log4j configuration (the entrypoint
+adds one logger per pair to log4j 1's and log4j 2's files; LOG_LEVELS carries them), not
+at run time through KIP-412's `broker-loggers`: that path accepts only a logger that
+already exists in the broker, so 3.9.2 and 4.3.1 both refused the package name above
+("Invalid broker logger(s)"), and a restarted broker came back with the image's levels.
+A logger in the configuration file needs no class to have logged first, a package's name
+covers its classes, and a broker started again by a fault keeps it.
 """
 from __future__ import annotations
 
-import shlex
+import re
 
-JAVA = "java -Xmx128m -cp '/opt/kafka/libs/*'"
-# ConfigCommand moved from core (Scala) to the tools module in 4.0
-CONFIG_COMMANDS = ("org.apache.kafka.tools.ConfigCommand", "kafka.admin.ConfigCommand")
+from core.errors import SpecError
+
+LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF")
+# a Java package or class name (log4j's logger names); no character the entrypoint splits on
+_LOGGER = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
 
 
-def set_broker_log_levels(cluster, levels: dict[str, str]) -> dict[str, str]:
-    """Each broker's answer: "ok", or the tool's last words."""
-    config = shlex.quote(",".join(f"{k}={v}" for k, v in levels.items()))
-    out = {}
-    for node in cluster.brokers():
-        script = " || ".join(
-            f"{JAVA} {tool} --bootstrap-server localhost:9092 --entity-type broker-loggers "
-            f"--entity-name {node.node_id} --alter --add-config {config} 2>&1"
-            for tool in CONFIG_COMMANDS)
-        result = node.exec(["bash", "-c", script])
-        out[node.name] = "ok" if result.exit_code == 0 else result.output[-300:]
-    return out
+def check_log_levels(levels: tuple[tuple[str, str], ...], field_name: str) -> None:
+    for logger, level in levels:
+        if not _LOGGER.fullmatch(logger):
+            raise SpecError(f"{field_name}.{logger}", "not a logger name",
+                            "name a Java package or class, e.g. kafka.coordinator.transaction")
+        if level.upper() not in LEVELS:
+            raise SpecError(f"{field_name}.{logger}", f"unknown level {level!r}",
+                            f"use one of {', '.join(LEVELS)}")
+
+
+def log_levels_env(levels: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    """The node's LOG_LEVELS variable (`logger=LEVEL,…`), read by its entrypoint."""
+    if not levels:
+        return {}
+    return {"LOG_LEVELS": ",".join(f"{logger}={level.upper()}" for logger, level in levels)}

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from clusters.external_spec import ExternalSpec
+from clusters.log_levels import check_log_levels
 from clusters.versions import (
     DEFAULT_VERSION,
     DYNAMIC_QUORUM,
@@ -97,8 +98,8 @@ class ClusterSpec:
     # with; 2 turns transactions v2 on for clients that speak it (the 4.x Java client),
     # 1 holds every client at v1. None: the line's default (2 from 4.0).
     transaction_version: int | None = None
-    # Broker loggers set at run time once the cluster is up (clusters/log_levels.py),
-    # e.g. {"kafka.coordinator.transaction": "DEBUG"}.
+    # Loggers set in each Kafka node's log4j configuration as it starts
+    # (clusters/log_levels.py), e.g. {"kafka.coordinator.transaction": "DEBUG"}.
     log_levels: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
@@ -290,6 +291,7 @@ class ClusterSpec:
         if self.toxiproxy not in TOXIPROXY_MODES:
             raise SpecError("toxiproxy", f"unknown value {self.toxiproxy!r}",
                             f"use one of {', '.join(TOXIPROXY_MODES)}")
+        check_log_levels(self.log_levels, "log_levels")
         for b, _ in self.broker_config:
             if b not in self.broker_ids():
                 raise SpecError(f"broker_config.{b}", f"there is no broker {b}",

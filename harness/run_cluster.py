@@ -11,7 +11,6 @@ from __future__ import annotations
 from clusters.docker_cluster import DockerCluster
 from clusters.external import ExternalCluster
 from clusters.images import ensure_images
-from clusters.log_levels import set_broker_log_levels
 from clusters.observer import MetadataObserver
 from harness.external_run import groups_of
 from harness.run import Run
@@ -54,13 +53,6 @@ def topics(run: Run, detail: dict) -> None:
     for t in run.scenario.topics:
         run.ctx.cluster.create_topic(t.name, t.partitions, t.replication_factor, t.configs)
     detail["topics"] = [t.name for t in run.scenario.topics]
-    if run.scenario.cluster.log_levels:
-        answers = set_broker_log_levels(run.ctx.cluster, dict(run.scenario.cluster.log_levels))
-        detail["log_levels"] = answers
-        refused = sorted(b for b, why in answers.items() if why != "ok")
-        if refused:      # the run goes on; the report's "what else went wrong" names it too
-            run.say(f"warning: cluster.log_levels not set on {', '.join(refused)} "
-                    f"(a logger must exist in the broker, e.g. a class's full name)")
 
 
 def logs(run: Run, detail: dict) -> None:

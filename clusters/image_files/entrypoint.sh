@@ -22,6 +22,18 @@ case "${ROLE:?ROLE must be set}" in
     log_opts=(-Dlog4j.configuration=file:/opt/kafka/log4j.properties
               -Dlog4j2.configurationFile=/opt/kafka/log4j2.yaml
               -Dkafka.logs.dir=/tmp)
+    if [ -n "${LOG_LEVELS:-}" ]; then
+      # cluster.log_levels (logger=LEVEL,...): one logger each in copies of both log4j
+      # files (log4j 1 up to 3.x, log4j 2 from 4.0); the YAML ends inside its Logger list.
+      cp /opt/kafka/log4j.properties /opt/kafka/log4j2.yaml /tmp/
+      IFS=',' read -ra pairs <<< "$LOG_LEVELS"
+      for pair in "${pairs[@]}"; do
+        printf 'log4j.logger.%s=%s\n' "${pair%%=*}" "${pair#*=}" >> /tmp/log4j.properties
+        printf '      - name: %s\n        level: %s\n' "${pair%%=*}" "${pair#*=}" >> /tmp/log4j2.yaml
+      done
+      log_opts=(-Dlog4j.configuration=file:/tmp/log4j.properties
+                -Dlog4j2.configurationFile=/tmp/log4j2.yaml -Dkafka.logs.dir=/tmp)
+    fi
     if [ -n "${CLUSTER_ID:-}" ] && [ ! -f /var/lib/kafka/data/meta.properties ]; then
       # KRaft: format the log dir once; a restarted node keeps its data.
       # A short-lived JVM: C1 only and SerialGC spend far less CPU starting up.

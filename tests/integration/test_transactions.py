@@ -1,7 +1,9 @@
 """One short transactional run per client (librdkafka, Kafka's Java producer) on a real
 cluster, a broker paused under it (found through FindCoordinator or the partition's
 leader): every record sent has exactly one row with its transaction and outcome, every
-transaction an event, and the verdict is computed (torn_transaction among the kinds)."""
+transaction an event, the verdict is computed (torn_transaction among the kinds), and the
+coordinator's DEBUG lines asked for by cluster.log_levels are in the broker logs (log4j 1 on
+3.9, log4j 2 on 4.3)."""
 from __future__ import annotations
 
 import json
@@ -15,7 +17,9 @@ from core.history import read_table
 
 SCENARIO = {
     "seed": 5,
-    "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
+    # the coordinator's DEBUG lines in the broker logs (cluster.log_levels, set at start)
+    "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3,
+                "log_levels": {"kafka.coordinator.transaction": "DEBUG"}},
     "topics": [{"name": "t", "partitions": 3, "replication_factor": 3,
                 "configs": {"min.insync.replicas": 2}}],
     "workload": {"duration_s": 20, "consumers": [
@@ -25,8 +29,8 @@ TXN = {"records_per_txn": 5, "partitions_per_txn": 2, "intra_txn_delay_ms": 20,
        "abort_rate": 0.2, "transaction_timeout_ms": 10000, "end_timeout_ms": 5000}
 
 
-def _scenario(tmp_path, name: str, producer: dict, target: dict):
-    doc = {"name": name, **SCENARIO,
+def _scenario(tmp_path, name: str, producer: dict, target: dict, version: str = "3.9"):
+    doc = {"name": name, **SCENARIO, "cluster": {**SCENARIO["cluster"], "version": version},
            "workload": {**SCENARIO["workload"], "producers": [
                {"name": "p0", "topic": "t", "request_timeout_ms": 3000, "rate": 200,
                 "transactions": TXN, "on_fatal": "restart", **producer}]},
@@ -63,6 +67,10 @@ def _check_history(result) -> pd.DataFrame:
     assert summary["counts"]["client_fatals"] == len(summary["client_fatals"])
     faults = json.loads((run_dir / "faults.json").read_text())
     assert [f["error"] for f in faults] == [None], faults
+    # cluster.log_levels took: the coordinator's DEBUG lines are in the brokers' logs
+    logs = [p.read_text(errors="replace") for p in run_dir.rglob("kafka-*.log")]
+    assert logs and any(" DEBUG " in line and "(kafka.coordinator.transaction." in line
+                        for text in logs for line in text.splitlines()), [p.name for p in run_dir.rglob("*.log")]
     assert not docker_client().containers.list(all=True, filters={
         "label": f"harness.run-id={run_dir.name}"})
     return produced
@@ -80,8 +88,9 @@ def test_librdkafka_transactions_with_the_coordinator_paused(chaos_run, tmp_path
 
 @pytest.mark.timeout(420)
 def test_java_transactions_with_a_leader_paused(chaos_run, tmp_path):
+    """On 4.3: Kafka's 4.3 Java client (transactions v2), the broker logging through log4j 2."""
     result = chaos_run(_scenario(tmp_path, "txn-ci-java", {"client": "java"},
-                                 {"leader_of": {"topic": "t", "partition": 0}}))
+                                 {"leader_of": {"topic": "t", "partition": 0}}, version="4.3"))
     produced = _check_history(result)
     assert (result.run_dir / "workloads" / "java-p0" / "stderr.log").stat().st_size > 0
     assert produced.ack_ts_us.notna().sum() > 100

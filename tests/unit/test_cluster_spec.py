@@ -1,4 +1,5 @@
 import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -103,23 +104,43 @@ def test_transaction_version_formats_the_cluster_on_4x_only():
     assert e.value.field == "cluster.transaction_version"
 
 
-def test_broker_log_levels_are_set_on_every_broker_with_either_config_command():
-    from clusters.api import ExecResult
-    from clusters.log_levels import set_broker_log_levels
+def test_log_levels_reach_each_kafka_node_as_an_environment_variable():
+    from clusters.log_levels import log_levels_env
 
-    class Node:
-        def __init__(self, i, code):
-            self.name, self.node_id, self.code, self.ran = f"kafka-{i}", i, code, []
+    spec = ClusterSpec.from_dict({"log_levels": {"kafka.coordinator.transaction": "debug",
+                                                 "kafka.server.ReplicaManager": "TRACE"}})
+    assert log_levels_env(spec.log_levels) == {
+        "LOG_LEVELS": "kafka.coordinator.transaction=DEBUG,kafka.server.ReplicaManager=TRACE"}
+    assert log_levels_env(ClusterSpec.from_dict({}).log_levels) == {}
 
-        def exec(self, cmd):
-            self.ran.append(cmd[-1])
-            return ExecResult(self.code, "no such class")
 
-    nodes = [Node(1, 0), Node(2, 1)]
-    cluster = type("C", (), {"brokers": lambda self: nodes})()
-    spec = ClusterSpec.from_dict({"log_levels": {"kafka.coordinator.transaction": "DEBUG"}})
-    assert set_broker_log_levels(cluster, dict(spec.log_levels)) == {
-        "kafka-1": "ok", "kafka-2": "no such class"}
-    script = nodes[1].ran[0]
-    assert "--entity-name 2" in script and "kafka.coordinator.transaction=DEBUG" in script
-    assert "org.apache.kafka.tools.ConfigCommand" in script and "|| " in script
+@pytest.mark.parametrize("levels, problem", [
+    ({"kafka.coordinator.transaction": "LOUD"}, "unknown level 'LOUD'"),
+    ({"kafka..transaction": "DEBUG"}, "not a logger name"),
+    ({"kafka.x,kafka.y": "DEBUG"}, "not a logger name"),
+])
+def test_a_log_level_or_logger_the_node_could_not_take_is_refused(levels, problem):
+    with pytest.raises(SpecError) as e:
+        ClusterSpec.from_dict({"log_levels": levels})
+    assert e.value.field == f"log_levels.{next(iter(levels))}" and problem in e.value.problem
+
+
+def test_the_entrypoint_adds_each_logger_to_both_log4j_files(tmp_path):
+    """The entrypoint's LOG_LEVELS step, run by bash on copies of the image's files: log4j 1
+    reads a logger line, log4j 2's YAML a Logger entry that stays inside its list."""
+    import re
+    import subprocess
+
+    import yaml
+
+    files = Path(__file__).parents[2] / "clusters" / "image_files"
+    script = (files / "entrypoint.sh").read_text()
+    step = re.search(r'    if \[ -n "\$\{LOG_LEVELS:-\}" \]; then\n(.*?)\n    fi\n', script, re.S).group(1)
+    step = step.replace("/opt/kafka/", f"{files}/").replace("/tmp/", f"{tmp_path}/")
+    env = {"LOG_LEVELS": "kafka.coordinator.transaction=DEBUG,kafka.log=TRACE", "PATH": "/usr/bin:/bin"}
+    subprocess.run(["bash", "-c", step], env=env, check=True)
+    props = (tmp_path / "log4j.properties").read_text().splitlines()
+    assert props[-2:] == ["log4j.logger.kafka.coordinator.transaction=DEBUG", "log4j.logger.kafka.log=TRACE"]
+    loggers = yaml.safe_load((tmp_path / "log4j2.yaml").read_text())["Configuration"]["Loggers"]["Logger"]
+    assert {"name": "kafka.coordinator.transaction", "level": "DEBUG"} in loggers
+    assert {"name": "kafka.log", "level": "TRACE"} in loggers and len(loggers) == 4
