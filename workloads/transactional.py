@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 import time
 from bisect import bisect_right
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
@@ -239,8 +239,8 @@ class _TransactionLoop:
             self.begin_and_send(n)
         except KafkaException as e:
             self._abandon(e, n)
-        end = self.end_transaction()
-        timed_out = self.record_outcome(end, n)
+        timed_out = self.record_outcome(self.end_transaction(), n)
+        end = self.ends[-1]          # with the fatal error its last flush met, if any
         if end.fatal is not None:
             raise self._fatal(end.fatal, end.call, self.txn_seq - 1)
         if self.stopping() or self.workload_done():
@@ -343,7 +343,10 @@ class _TransactionLoop:
         # Every record reaches the log before we decide: an aborted transaction's
         # records are then really in the log (what read_uncommitted readers see),
         # not purged from the local queue.
-        producer.flush(self.end_timeout_s)
+        fatal = self.flush(self.end_timeout_s)
+        if fatal is not None:
+            self.last_call = "flush"
+            return self._undecided(fatal, None)
         positions, err = None, None
         if transform is not None:
             positions = transform.positions()
@@ -369,7 +372,9 @@ class _TransactionLoop:
     def record_outcome(self, end: End, n: int) -> bool:
         """The transaction's rows, its input commit (consume-transform-produce) and its
         event; whether a record of it timed out."""
-        self.producer.flush(5 if end.outcome != "unknown" else 1)   # its reports are in
+        fatal = self.flush(5 if end.outcome != "unknown" else 1)   # its reports are in
+        if fatal is not None and end.fatal is None:
+            end = replace(end, fatal=fatal, call=end.call or "flush")
         self.ends[-1] = end
         timed_out = _write_txn(self.recorder, self.writer, self.starts, self.ends,
                                self.txn_spec.transactional_id)
@@ -384,6 +389,18 @@ class _TransactionLoop:
                          indefinite=end.indefinite or None, call=end.call)
         self.txn_seq += 1
         return timed_out
+
+    def flush(self, timeout_s: float) -> KafkaError | None:
+        """Serve delivery reports; a fatal error is returned, not raised (confluent-kafka
+        raises it from flush once the producer is fatal), so the transaction it ended
+        still gets its rows and its event, and the client-fatal event names it."""
+        try:
+            self.producer.flush(timeout_s)
+            return None
+        except KafkaException as e:
+            if not e.args[0].fatal():
+                raise
+            return e.args[0]
 
     def reinit(self, why: str) -> None:
         """Close the producer and make a new one with the same transactional.id."""

@@ -214,3 +214,70 @@ def test_java_client_refusals_name_the_field():
         ProducerSpec(topic="t", duration_s=5, client="java", keys="fixed", transactions={})
     with pytest.raises(SpecError, match="producer.transactions.partitions_per_txn"):
         ProducerSpec(topic="t", duration_s=5, transactions={"partitions_per_txn": 0})
+
+
+class _FatalProducer:
+    """A transactional producer whose commit needs an abort, and whose abort (or, with
+    fatal_in="flush", its first flush) meets INVALID_TXN_STATE: from then on every flush
+    raises the fatal error too, as confluent-kafka's does."""
+    fatal_in = "abort"
+
+    def __init__(self, conf):
+        self.fatal = False
+
+    def _fatal_error(self):
+        self.fatal = True
+        from confluent_kafka import KafkaException
+        return KafkaException(KafkaError(KafkaError.INVALID_TXN_STATE, "Failed to end transaction",
+                                         fatal=True))
+
+    def init_transactions(self, timeout=None):
+        pass
+
+    begin_transaction = init_transactions
+
+    def produce(self, *args, **kw):
+        pass
+
+    def poll(self, timeout=0):
+        return 0
+
+    def flush(self, timeout=0):
+        if self.fatal or self.fatal_in == "flush":
+            raise self._fatal_error()
+        return 0
+
+    def commit_transaction(self, timeout):
+        from confluent_kafka import KafkaException
+        raise KafkaException(KafkaError(KafkaError._MSG_TIMED_OUT, "timed out", txn_requires_abort=True))
+
+    def abort_transaction(self, timeout):
+        raise self._fatal_error()
+
+
+@pytest.mark.parametrize("fatal_in, call", [("abort", "abort_transaction"), ("flush", "flush")])
+def test_a_fatal_error_a_flush_raises_still_names_its_transaction(tmp_path, monkeypatch, fatal_in, call):
+    """confluent-kafka raises a fatal error from flush: the transaction it ended still gets
+    its event, and the client-fatal event names the call and the transaction (both were
+    null when the flush's exception escaped the loop)."""
+    from workloads import transactional
+
+    monkeypatch.setattr(_FatalProducer, "fatal_in", fatal_in)
+    monkeypatch.setattr(transactional, "Producer", _FatalProducer)
+    spec = ProducerSpec(topic="t", duration_s=5, transactions={"records_per_txn": 2}, on_fatal="stop")
+    events = EventLog(tmp_path, "r", writer_name="ev")
+    writer = HistoryWriter(tmp_path, "produced", "r", writer_name="p0")
+    intent = type("Intent", (), {"announce": lambda self, *a: None})()
+    recorder = _Recorder([])
+    recorder.on_delivery = None
+    loop = transactional._TransactionLoop(spec, {"bootstrap.servers": "x"}, intent, recorder,
+                                          writer, events, "r")
+    with pytest.raises(FatalClientError) as e:
+        loop.one_transaction(2)
+    assert (e.value.call, e.value.txn_seq) == (call, 0)
+    writer.close()
+    events.close()
+    said = _events(tmp_path)
+    assert ("transaction", 0, "unknown") in [(n, d.get("txn_seq"), d.get("outcome")) for n, d in said]
+    [fatal] = [d for n, d in said if n == "client-fatal"]
+    assert (fatal["call"], fatal["txn_seq"], fatal["error"]) == (call, 0, "INVALID_TXN_STATE")
