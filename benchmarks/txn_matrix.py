@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -27,6 +28,24 @@ def protocol(client: str, client_version: str, broker: str, tv: int | None) -> s
     return "v1" if tv == 1 else "v2"
 
 
+_EPOCH = re.compile(r"complete transition .*?producerEpoch=(\d+)")
+
+
+def coordinator_said(run_dir: Path) -> dict:
+    """From the brokers' coordinator DEBUG lines (cluster.log_levels): the producer epochs
+    its transactions ran under, and the EndTxn calls it refused as INVALID_TXN_STATE."""
+    epochs, invalid = set(), 0
+    for log in (run_dir / "logs").glob("kafka-*.log"):
+        for line in log.read_text(errors="replace").splitlines():
+            if "kafka.coordinator.transaction" not in line:
+                continue
+            m = _EPOCH.search(line)
+            if m:
+                epochs.add(int(m.group(1)))
+            invalid += "returning INVALID_TXN_STATE error to client" in line
+    return {"coordinator_epochs": len(epochs), "coordinator_invalid_endtxn": invalid}
+
+
 def run_row(run_dir: Path) -> dict:
     sc = yaml.safe_load((run_dir / "scenario.yaml").read_text())
     summary = json.loads((run_dir / "report" / "summary.json").read_text())
@@ -41,14 +60,16 @@ def run_row(run_dir: Path) -> dict:
     names = Counter(events[events.kind == "client"].name)
     return {"run": run_dir.name, "client": client, "client_version": cv, "broker": broker,
             "transaction_version": tv, "protocol": protocol(client, cv, broker, tv),
-            "seed": sc["seed"], "verdict": summary["verdict"]["status"],
+            "seed": sc["seed"], "on_fatal": p.get("on_fatal", "stop"),
+            "verdict": summary["verdict"]["status"],
             **{k: summary["anomalies"].get(k, 0) for k in KINDS},
             "acked": summary["counts"]["acked"], "indeterminate": summary["counts"]["indeterminate"],
             "txn_committed": txns.get("committed", 0), "txn_aborted": txns.get("aborted", 0),
             "txn_unknown": txns.get("unknown", 0), "client_fatals": summary["counts"].get("client_fatals", 0),
             "deaths": summary["counts"].get("workload_deaths", 0),
             "reinits": names.get("producer-reinit", 0), "retries": names.get("txn-retry", 0),
-            "fatal_errors": sorted({f["error"] for f in summary.get("client_fatals") or []})}
+            "fatal_errors": sorted({f["error"] for f in summary.get("client_fatals") or []}),
+            **coordinator_said(run_dir)}
 
 
 def rows_of(suite_dir: Path) -> list[dict]:
@@ -61,7 +82,7 @@ def rows_of(suite_dir: Path) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     cols = ("client", "client_version", "broker", "transaction_version", "protocol", "seed",
             *KINDS, "txn_committed", "txn_aborted", "txn_unknown", "client_fatals", "reinits",
-            "retries", "verdict")
+            "retries", "coordinator_epochs", "coordinator_invalid_endtxn", "on_fatal", "deaths", "verdict")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")

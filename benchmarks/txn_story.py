@@ -16,8 +16,16 @@ from pathlib import Path
 
 from core.history import read_table
 
-CLIENT_LINE = re.compile(r"TXN|ENDTXN|EPOCH|epoch bump|INVALID|FATAL|timed out|PID|ADDPARTS|"
-                         r"Transition|abortable|fatal|InitProducerId|TransactionManager", re.I)
+# librdkafka's (debug: eos) and the Java client's lines that decide a transaction's end,
+# not every state change of every healthy transaction
+CLIENT_LINE = re.compile(r"ENDTXN|epoch bump|INVALID|FATAL|timed out|TXNERR|AddPartitionsToTxn response|"
+                         r"Ignoring outdated|-> (AbortableError|AbortingTransaction|FatalError)|"
+                         r"abortable|InitProducerId|Transiting", re.I)
+QUIET_LINE = re.compile(r"NO_ERROR|APIRESULT|: Success")
+# the coordinator's decisions (cluster.log_levels kafka.coordinator.transaction: DEBUG),
+# not its routine state updates and marker round trips
+BROKER_LINE = re.compile(r"Returning|but received|Aborting append|INVALID|FENCED|PrepareAbort|"
+                         r"PrepareEpochFence|Initialized transactionalId|bump|timed out", re.I)
 
 
 def _t(us: int, t0: int) -> str:
@@ -54,12 +62,13 @@ def _log_lines(run_dir: Path, at_us: int, window_s: float) -> list[str]:
     for log in sorted((run_dir / "workloads").glob("*.log")):
         for line in log.read_text(errors="replace").splitlines():
             m = re.match(r"%\d\|(\d+\.\d+)\|", line)
-            if m and abs(float(m.group(1)) * 1e6 - at_us) < window_s * 1e6 and CLIENT_LINE.search(line):
+            if m and abs(float(m.group(1)) * 1e6 - at_us) < window_s * 1e6 and CLIENT_LINE.search(line) \
+                    and not QUIET_LINE.search(line):
                 out.append(f"  client {log.name}: {line[:300]}")
     for log in sorted((run_dir / "logs").glob("kafka-*.log")):
         for line in log.read_text(errors="replace").splitlines():
             m = re.match(r"\[(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3})\]", line)
-            if not m or "ransaction" not in line:
+            if not m or "ransaction" not in line or not BROKER_LINE.search(line):
                 continue
             ts = datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S,%f").replace(tzinfo=UTC).timestamp()
             if abs(ts * 1e6 - at_us) < window_s * 1e6:
