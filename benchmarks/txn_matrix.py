@@ -28,22 +28,28 @@ def protocol(client: str, client_version: str, broker: str, tv: int | None) -> s
     return "v1" if tv == 1 else "v2"
 
 
-_EPOCH = re.compile(r"complete transition .*?producerEpoch=(\d+)")
+# the coordinator's state updates, 3.9 (Scala) and 4.x (Java) alike; 4.x also names the
+# protocol the client's requests spoke (TV_0/TV_1: transactions v1, TV_2: v2)
+_UPDATE = re.compile(r"transaction state to TxnTransitMetadata.*?producerEpoch=(\d+)"
+                     r"(?:.*?clientTransactionVersion=(TV_\d))?")
 
 
 def coordinator_said(run_dir: Path) -> dict:
     """From the brokers' coordinator DEBUG lines (cluster.log_levels): the producer epochs
-    its transactions ran under, and the EndTxn calls it refused as INVALID_TXN_STATE."""
-    epochs, invalid = set(), 0
+    its transactions ran under, the transaction versions the client spoke, and the EndTxn
+    calls it refused as INVALID_TXN_STATE."""
+    epochs, versions, invalid = set(), set(), 0
     for log in (run_dir / "logs").glob("kafka-*.log"):
         for line in log.read_text(errors="replace").splitlines():
             if "kafka.coordinator.transaction" not in line:
                 continue
-            m = _EPOCH.search(line)
+            m = _UPDATE.search(line)
             if m:
                 epochs.add(int(m.group(1)))
+                versions.update([m.group(2)] if m.group(2) else [])
             invalid += "returning INVALID_TXN_STATE error to client" in line
-    return {"coordinator_epochs": len(epochs), "coordinator_invalid_endtxn": invalid}
+    return {"coordinator_epochs": len(epochs), "coordinator_tv": ",".join(sorted(versions)) or "-",
+            "coordinator_invalid_endtxn": invalid}
 
 
 def run_row(run_dir: Path) -> dict:
@@ -82,7 +88,8 @@ def rows_of(suite_dir: Path) -> list[dict]:
 def markdown(rows: list[dict]) -> str:
     cols = ("client", "client_version", "broker", "transaction_version", "protocol", "seed",
             *KINDS, "txn_committed", "txn_aborted", "txn_unknown", "client_fatals", "reinits",
-            "retries", "coordinator_epochs", "coordinator_invalid_endtxn", "on_fatal", "deaths", "verdict")
+            "retries", "coordinator_epochs", "coordinator_tv", "coordinator_invalid_endtxn", "on_fatal",
+            "deaths", "verdict")
     lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
     for r in rows:
         lines.append("| " + " | ".join(str(r[c]) for c in cols) + " |")

@@ -8,6 +8,10 @@ of the code:
 - it sets no request timeouts: calls go through a `requests` shim that adds
   this adapter's timeout, so a frozen toxiproxy cannot hang the harness;
 - it cannot update a toxic: `set_toxic` replaces it (remove, then add);
+- toxiproxy itself can hold a toxic's removal (and every call after it) for tens of
+  seconds while traffic flows through a latency toxic (its issues 412 and 558; seen here
+  on Kafka's client links): adding or removing a toxic is tried again while the server
+  accepts the call but does not answer, up to a patience of its own;
 - `create` listens on 127.0.0.1 by default and fails on an existing proxy:
   `ensure_proxy` listens where asked and re-creates a proxy that differs.
 
@@ -16,7 +20,8 @@ The rest of the harness only uses this class.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +36,8 @@ _LOCK = threading.RLock()   # guards APIConsumer's class-wide host/port and the 
 TOXIC_TYPES = ("latency", "bandwidth", "timeout", "reset_peer", "slow_close", "slicer",
                "limit_data")
 STREAMS = ("upstream", "downstream")
+SET_PATIENCE_S, REMOVE_PATIENCE_S = 30.0, 60.0
+BUSY_RETRY_S = 1.0
 
 
 class ToxiproxyError(RuntimeError):
@@ -148,12 +155,18 @@ class ToxiproxyAdapter:
                     for n, t in found.items()}
 
     def set_toxic(self, proxy: str, name: str, type: str, attributes: dict[str, Any],
-                  stream: str = "downstream", toxicity: float = 1.0) -> None:
+                  stream: str = "downstream", toxicity: float = 1.0,
+                  patience_s: float = SET_PATIENCE_S) -> None:
         """Add the toxic, replacing one of the same name (the library cannot update)."""
         if type not in TOXIC_TYPES:
             raise ToxiproxyError(f"unknown toxic type {type!r}; use one of {TOXIC_TYPES}")
         if stream not in STREAMS:
             raise ToxiproxyError(f"stream must be one of {STREAMS}, got {stream!r}")
+        self._patiently(lambda: self._set_toxic(proxy, name, type, attributes, stream, toxicity),
+                        patience_s)
+
+    def _set_toxic(self, proxy: str, name: str, type: str, attributes: dict[str, Any],
+                   stream: str, toxicity: float) -> None:
         with self._bound() as server:
             p = self._proxy(server, proxy)
             if p.get_toxic(name) is not None:
@@ -164,8 +177,27 @@ class ToxiproxyAdapter:
             p.add_toxic(name=name, type=type, stream=stream, toxicity=toxicity,
                         attributes=dict(attributes))
 
-    def remove_toxic(self, proxy: str, name: str) -> bool:
-        """Remove a toxic; False (not an error) when it or its proxy is gone."""
+    def remove_toxic(self, proxy: str, name: str, patience_s: float = REMOVE_PATIENCE_S) -> bool:
+        """Remove a toxic; False (not an error) when it or its proxy is gone, unless a try
+        that timed out is what removed it."""
+        removed, timed_out = self._patiently(lambda: self._remove_toxic(proxy, name), patience_s)
+        return removed or timed_out
+
+    def _patiently(self, call: Callable[[], Any], patience_s: float) -> tuple[Any, bool]:
+        """`call`, tried again while toxiproxy accepts it but does not answer within the
+        request timeout, until patience_s has passed; with whether a try timed out."""
+        end, timed_out = time.monotonic() + patience_s, False
+        while True:
+            try:
+                return call(), timed_out
+            except ToxiproxyError as e:
+                busy = isinstance(e.__cause__, requests.ReadTimeout)
+                if not busy or time.monotonic() + BUSY_RETRY_S + self.timeout_s > end:
+                    raise
+                timed_out = True
+                time.sleep(BUSY_RETRY_S)
+
+    def _remove_toxic(self, proxy: str, name: str) -> bool:
         with self._bound() as server:
             p = server.get_proxy(proxy)
             if p is None:

@@ -77,6 +77,8 @@ class FakeToxiproxy(BaseHTTPRequestHandler):
         self._send(404, {"error": "not found"})
 
     def do_DELETE(self):
+        # toxiproxy holding a toxic's removal while it drains busy links (its issues 412, 558)
+        time.sleep(max(0.0, getattr(self.server, "busy_until", 0) - time.monotonic()))
         m = re.fullmatch(r"/proxies/([^/]+)/toxics/([^/]+)", self.path)
         if m and m[1] in self.proxies and m[2] in self.proxies[m[1]]["toxics"]:
             del self.proxies[m[1]]["toxics"][m[2]]
@@ -187,3 +189,23 @@ def test_link_toxic_adds_per_proxy_and_stream_and_heals_exactly(servers, tmp_pat
     from faults.base import FaultError
     with pytest.raises(FaultError, match="no toxiproxy proxies"):
         LinkToxic(latency(1), proxies_of(node(2), ("internal",))).inject(ctx)
+
+
+def test_a_toxic_removal_toxiproxy_holds_is_tried_again_until_it_answers(servers):
+    """The first DELETE is held past the request timeout (the server removes the toxic
+    later); the adapter tries again and counts it removed, instead of failing the heal."""
+    srv = servers("busy")
+    a = adapter(srv, timeout_s=0.5)
+    a.ensure_proxy("p", "127.0.0.1:1", "127.0.0.1:2")
+    a.set_toxic("p", "slow", "latency", {"latency": 100})
+    srv.busy_until = time.monotonic() + 2.0
+    t0 = time.monotonic()
+    assert a.remove_toxic("p", "slow") is True
+    assert 1.5 < time.monotonic() - t0 < 6
+    assert a.toxics("p") == {}
+    # past its patience, it gives up with the server's silence named
+    srv.busy_until = time.monotonic() + 30
+    a.set_toxic("p", "slow", "latency", {"latency": 100})
+    with pytest.raises(ToxiproxyError, match="Read timed out"):
+        a.remove_toxic("p", "slow", patience_s=2.0)
+    srv.busy_until = 0
