@@ -68,7 +68,9 @@ class ExternalCluster:
         self._created: list[str] = []
         self._groups: set[str] = set()
         self._limits: dict[str, str] = {}
-        self._quorum = "unknown"          # "kraft", "zookeeper" (DescribeQuorum unanswered), "unknown"
+        # "kraft", "denied" (KRaft, DescribeQuorum refused), "zookeeper" (DescribeQuorum
+        # unanswered), "unknown"
+        self._quorum = "unknown"
         self.image, self.network_name, self.started_at = "", None, None
 
     # -- the Cluster protocol ------------------------------------------------------------
@@ -263,16 +265,25 @@ class ExternalCluster:
             except KafkaException as e:
                 err = e.args[0] if e.args else None
                 if isinstance(err, KafkaError) and err.code() in DENIED_CODES:
-                    user = self._conf.get("sasl.username", "this principal")
                     raise SpecError(self.external.where("client_config"),
-                                    f"{user} may not create topics here ({describe(err)})",
-                                    f"grant it Create, Write, Read, Describe and Delete on topics "
-                                    f"with the prefix {self.prefix!r} and Read on groups with it "
-                                    "(kafka-acls --resource-pattern-type prefixed), or use other "
-                                    "credentials") from None
+                                    f"{self._user()} may not create topics here ({describe(err)})",
+                                    self._acl_fix()) from None
                 raise SpecError(self.external.where("topic_prefix"),
                                 f"Kafka would not create {name}: {describe(err)}",
                                 "check the topic's partitions, replication factor and configs") from None
+
+    def _user(self) -> str:
+        return self._conf.get("sasl.username", "this principal")
+
+    def _acl_fix(self) -> str:
+        """The ACLs a run needs (docs/external.md), on what every run's names start with (not
+        this check's own prefix: a run's is new each time)."""
+        acl = self.external.acl_prefix()
+        where = f"whose names start with {acl!r}" if acl else \
+            "whose names start with a fixed part (put one before {run_id} in topic_prefix)"
+        return (f"grant {self._user()} Create, Write, Read and Delete on topics and Read and Delete "
+                f"on groups {where} (kafka-acls --resource-pattern-type prefixed; docs/external.md), "
+                "or use other credentials")
 
     # -- reading -----------------------------------------------------------------------------
     def _describe(self, names: list[str], timeout: float) -> list[PartitionState]:
@@ -304,9 +315,14 @@ class ExternalCluster:
                 for b in sorted(desc.nodes, key=lambda b: b.id)]
 
     def _controller_id(self) -> int | None:
+        """Not DescribeCluster on a KRaft cluster: there it names a random broker, not the
+        quorum leader (a user without DESCRIBE on the cluster saw the "controller" move at
+        each sample). Once DescribeQuorum was refused, it is not asked again."""
+        if self._quorum == "denied":
+            return None
         if self._quorum != "zookeeper":
             leader = self._quorum_leader()
-            if leader is not None or self._quorum == "kraft":
+            if leader is not None or self._quorum in ("kraft", "denied"):
                 return leader
         try:
             desc = self.admin().describe_cluster(request_timeout=2).result(timeout=3)
@@ -333,9 +349,10 @@ class ExternalCluster:
                     self._quorum = "zookeeper"       # a ZooKeeper-mode broker drops the request
                     return None
                 continue
-            if error == CLUSTER_AUTHORIZATION_FAILED:
+            if error == CLUSTER_AUTHORIZATION_FAILED:     # only KRaft answers it with an error
                 self._limits.setdefault("controller", "DescribeQuorum: CLUSTER_AUTHORIZATION_FAILED "
                                         "(the credentials lack DESCRIBE on the cluster)")
+                self._quorum = "denied"
                 return None
             self._quorum = "kraft"
             return leader

@@ -127,6 +127,11 @@ class ExternalSpec:
     def prefix_for(self, run_id: str) -> str:
         return self.topic_prefix.replace("{run_id}", run_id)
 
+    def acl_prefix(self) -> str:
+        """What every run's names start with (the prefixed ACLs' name): the prefix up to
+        its {run_id}, "harness-" for the default."""
+        return self.topic_prefix.split("{run_id}")[0]
+
     def node(self, name: str) -> ExternalNode | None:
         return next((n for n in self.nodes if n.name == name), None)
 

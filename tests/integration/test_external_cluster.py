@@ -3,8 +3,9 @@ with `cluster.security: sasl_ssl`): the bad inputs an external run refuses befor
 starts (exit 2, the field named), then one SASL_SSL run whose exec faults call docker
 (kill the leader, pause a follower), judged as the built-in kill and pause would be; the
 password nowhere in the run dir or the output; the run's topics gone; an exec command that
-fails mid-run judged and exit 2 naming it; a prefix some topic has refused; `harness
-cluster down` leaves nothing."""
+fails mid-run judged and exit 2 naming it; a prefix some topic has refused; a user with only
+prefixed ACLs on the run's names (no DESCRIBE on the cluster) whose run is judged and whose
+report names what it could not see; `harness cluster down` leaves nothing."""
 from __future__ import annotations
 
 import json
@@ -18,8 +19,13 @@ from pathlib import Path
 
 import pytest
 from confluent_kafka.admin import (
+    AclBinding,
+    AclOperation,
+    AclPermissionType,
     AdminClient,
     NewTopic,
+    ResourcePatternType,
+    ResourceType,
     ScramCredentialInfo,
     ScramMechanism,
     UserScramCredentialUpsertion,
@@ -39,9 +45,9 @@ def harness(*args: str, timeout: float = 600, env: dict | None = None) -> subpro
 
 
 def scenario(info: dict, prefix: str, faults: str, config: str = "", keep: bool = False,
-             duration_s: int = 40) -> str:
+             duration_s: int = 40, listed: bool = True) -> str:
     nodes = "\n".join(f"      {name}: {{id: {n['id']}, role: {n['role']}, container: {n['container']}}}"
-                      for name, n in info["nodes"].items())
+                      for name, n in info["nodes"].items()) if listed else "      {}"
     return f"""\
 name: external-sasl-ssl
 seed: 3
@@ -87,11 +93,11 @@ FAILING = """\
 """
 
 
-def refused(path: Path, runs: Path, field: str, problem: str, env: dict | None = None) -> float:
+def refused(path: Path, runs: Path, field: str, *problems: str, env: dict | None = None) -> float:
     started = time.monotonic()
     r = harness("run", str(path), "--runs-dir", str(runs), "--plain", timeout=120, env=env)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert field in r.stderr and problem in r.stderr, r.stderr
+    assert field in r.stderr and all(problem in r.stderr for problem in problems), r.stderr
     assert not runs.exists() or not any(runs.iterdir()), "a refused run made a run dir"
     return time.monotonic() - started
 
@@ -148,7 +154,8 @@ def test_external_sasl_ssl_run_on_a_kept_cluster(kept_cluster, tmp_path):
     bad.write_text(scenario(info, prefix, FAULTS, "    client_config: {sasl.username: noperm, "
                             "sasl.password: '${env:KH_NOPERM_PW}'}\n"))
     refused(bad, runs, "cluster.external.client_config", "noperm may not create topics",
-            env={"KH_NOPERM_PW": "noperm-pw"})
+            "grant noperm Create, Write, Read and Delete on topics and Read and Delete on groups whose "
+            f"names start with {prefix!r}", env={"KH_NOPERM_PW": "noperm-pw"})
     bad.write_text(scenario(info, prefix, FAULTS.replace("docker kill", "dockr kill")))
     refused(bad, runs, "faults.timeline[0].params.inject", "'dockr' is not a program")
     bad.write_text(scenario(info, prefix, FAULTS.replace("docker unpause {container}", "docker unpause {pod}")))
@@ -223,3 +230,42 @@ def test_external_sasl_ssl_run_on_a_kept_cluster(kept_cluster, tmp_path):
     admin.create_topics([NewTopic(f"{prefix}left-over", 1, 1)])[f"{prefix}left-over"].result(30)
     refused(good, tmp_path / "runs-again", "cluster.external.topic_prefix", "exist already")
     admin.delete_topics([f"{prefix}left-over"])[f"{prefix}left-over"].result(30)
+
+    # -- a user with only what a run needs on its own names -------------------------------
+    # prefixed ACLs on topics and groups with the run's prefix (the fewest operations a run
+    # needs: docs/external.md), nothing on the cluster (so no DescribeQuorum): the run is made
+    # and judged, its report names the controller it could not see, and the observer does not
+    # make one up (KRaft's DescribeCluster, which needs no ACL, names a random broker)
+    lprefix, lpassword = f"kh-it-{secrets.token_hex(3)}-", secrets.token_urlsafe(18)
+    admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+        "limited", ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 4096), lpassword.encode())])["limited"].result(30)
+    minimal = {ResourceType.TOPIC: (AclOperation.CREATE, AclOperation.WRITE, AclOperation.READ, AclOperation.DELETE),
+               ResourceType.GROUP: (AclOperation.READ, AclOperation.DELETE)}      # docs/external.md's table
+    acls = [AclBinding(kind, lprefix, ResourcePatternType.PREFIXED, "User:limited", "*", op, AclPermissionType.ALLOW)
+            for kind, ops in minimal.items() for op in ops]
+    for future in admin.create_acls(acls).values():
+        future.result(30)
+    limited = tmp_path / "limited.yaml"
+    limited.write_text(scenario(info, lprefix, "    []\n", "    client_config: {sasl.username: limited, "
+                                "sasl.password: '${env:KH_LIMITED_PW}'}\n", duration_s=8, listed=False))
+    started = time.monotonic()
+    r = harness("run", str(limited), "--runs-dir", str(tmp_path / "runs-limited"), "--plain", timeout=600,
+                env={"KH_LIMITED_PW": lpassword})
+    print(f"limited run: {time.monotonic() - started:.0f} s")
+    assert r.returncode == 0, (r.stdout + r.stderr)[-5000:]
+    [limited_dir] = list((tmp_path / "runs-limited").iterdir())
+    summary = json.loads((limited_dir / "report" / "summary.json").read_text())
+    assert summary["anomalies"]["lost"] == 0 and summary["counts"]["acked"] > 4_000, summary["counts"]
+    assert summary["counts"]["consumed"] >= summary["counts"]["acked"]
+    unseen = [p["text"] for p in summary["problems"] if p["kind"] == "observer"]
+    print("limited run, what it could not see:", unseen)
+    assert unseen == ["the observer could not see the controller: DescribeQuorum: CLUSTER_AUTHORIZATION_FAILED "
+                      "(the credentials lack DESCRIBE on the cluster)"], summary["problems"]
+    assert unseen[0] in r.stdout and unseen[0] in (limited_dir / "report" / "index.html").read_text()
+    observed = [e for e in read_table(limited_dir, "events").to_pylist() if e["kind"] == "observe"]
+    assert [e["target"] for e in observed if e["name"] == "metadata-limited"] == ["controller"]
+    assert not [e for e in observed if e["name"] == "controller" and e["target"]], "a controller made up"
+    assert sum(e["name"] == "leader" for e in observed) >= 3          # its own topics: seen
+    assert lpassword.encode() not in every_byte_under(limited_dir) and lpassword not in r.stdout + r.stderr
+    assert not [t for t in admin.list_topics(timeout=30).topics if t.startswith(lprefix)]
+    assert not [g.group_id for g in admin.list_consumer_groups().result(30).valid if g.group_id.startswith(lprefix)]

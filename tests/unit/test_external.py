@@ -271,3 +271,66 @@ def test_broker_log_levels_a_broker_refused_are_named_among_what_else_went_wrong
     (tmp_path / "phases.json").write_text(json.dumps([
         {"name": "topics", "outcome": "ok", "detail": {"log_levels": {"kafka-1": "ok"}}}]))
     assert find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path))) == []
+
+
+def test_a_refused_describe_quorum_leaves_the_controller_unknown_not_made_up(tmp_path, monkeypatch):
+    """No DESCRIBE on the cluster: DescribeQuorum answers CLUSTER_AUTHORIZATION_FAILED. The
+    controller is then unknown (one limit, said once), not DescribeCluster's answer, which on
+    a KRaft cluster is a random broker (a real run saw the "controller" move 47 times in 8 s);
+    and DescribeQuorum is not asked again at every sample."""
+    import clusters.external as ext
+    from clusters.observer import MetadataObserver
+    from core.history import EventLog, read_table
+
+    monkeypatch.setenv("KH_TEST_PW", "pw")
+    cluster = ext.ExternalCluster(load_scenario(write(tmp_path, EXTERNAL)).cluster, run_id="R1")
+    asked = []
+    monkeypatch.setattr(ext, "quorum_leader", lambda host, port, timeout, security: asked.append(host) or (
+        ext.CLUSTER_AUTHORIZATION_FAILED, None))
+
+    class RandomController:                  # what a KRaft broker's DescribeCluster says
+        def describe_cluster(self, **kw):
+            raise AssertionError("DescribeCluster asked for the controller of a KRaft cluster")
+    cluster._admin = RandomController()
+    cluster.partitions = lambda topic=None, timeout=10: []
+    events = EventLog(tmp_path, "R1", writer_name="t")
+    observer = MetadataObserver(cluster, events)
+    for _ in range(3):
+        observer.sample()
+    events.close()
+    assert cluster.active_controller() is None and asked == ["localhost"]
+    assert cluster.limits() == {"controller": "DescribeQuorum: CLUSTER_AUTHORIZATION_FAILED (the credentials "
+                                              "lack DESCRIBE on the cluster)"}
+    rows = [(e["name"], e["target"]) for e in read_table(tmp_path, "events").to_pylist() if e["kind"] == "observe"]
+    assert rows == [("metadata-limited", "controller")]
+
+
+@pytest.mark.parametrize("prefix, names", [(None, "whose names start with 'harness-'"),
+                                           ("ci-{run_id}-", "whose names start with 'ci-'"),
+                                           ("{run_id}-", "whose names start with a fixed part (put one before {run_id}")])
+def test_a_user_who_may_not_create_is_told_the_acls_a_run_needs(tmp_path, monkeypatch, prefix, names):
+    """The fix names the ACLs a run needs (as a real run needed them: no Describe on the
+    cluster, Delete on groups too) on what every run's names start with, not on the
+    preflight check's own prefix ("harness-preflight-", which no run uses)."""
+    from confluent_kafka import KafkaError, KafkaException
+
+    import clusters.external as ext
+    monkeypatch.setenv("KH_TEST_PW", "pw")
+    text = EXTERNAL if prefix is None else EXTERNAL.replace("    nodes:", f"    topic_prefix: '{prefix}'\n    nodes:")
+    cluster = ext.ExternalCluster(load_scenario(write(tmp_path, text)).cluster, run_id="preflight")
+
+    class Denied:
+        def result(self, timeout=None):
+            raise KafkaException(KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED))
+
+    class Admin:
+        def create_topics(self, new, **kw):
+            return {t.topic: Denied() for t in new}
+    cluster._admin = Admin()
+    with pytest.raises(SpecError) as e:
+        cluster._may_create([("t", 3, 3)])
+    assert e.value.field.endswith("cluster.external.client_config")
+    assert e.value.problem.startswith("chaos may not create topics here")
+    assert e.value.fix.startswith("grant chaos Create, Write, Read and Delete on topics and Read and Delete "
+                                  f"on groups {names}")
+    assert "preflight" not in e.value.fix
