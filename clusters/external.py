@@ -68,6 +68,8 @@ class ExternalCluster:
         self._created: list[str] = []
         self._groups: set[str] = set()
         self._limits: dict[str, str] = {}
+        # what stop() could not remove ("topic NAME" / "group NAME" -> why), for the report
+        self.left_behind: dict[str, str] = {}
         # "kraft", "denied" (KRaft, DescribeQuorum refused), "zookeeper" (DescribeQuorum
         # unanswered), "unknown"
         self._quorum = "unknown"
@@ -97,12 +99,15 @@ class ExternalCluster:
                     self._created.remove(name)
                 except KafkaException as e:
                     log.warning("could not delete topic %s: %s", name, e)
+                    self.left_behind[f"topic {name}"] = e.args[0].name()
         if self._groups:
             for group, future in admin.delete_consumer_groups(sorted(self._groups)).items():
                 try:
                     future.result(timeout=30)
-                except KafkaException as e:       # never joined, or still closing: left
+                except KafkaException as e:       # never joined (nothing to delete), or left
                     log.info("consumer group %s not deleted: %s", group, e)
+                    if e.args[0].code() != KafkaError.GROUP_ID_NOT_FOUND:
+                        self.left_behind[f"group {group}"] = e.args[0].name()
 
     def bootstrap_servers(self) -> str:
         return self._bootstrap

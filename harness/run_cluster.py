@@ -63,3 +63,8 @@ def logs(run: Run, detail: dict) -> None:
 
 def cluster_stop(run: Run, detail: dict) -> None:
     run.ctx.finalizers.run("cluster-stop")
+    left = getattr(run.ctx.cluster, "left_behind", None)     # an external cluster's
+    if left:        # the run goes on; the report's "what else went wrong" names them too
+        detail["left_on_cluster"] = left
+        run.say("warning: left on the external cluster (remove them, or grant Delete): "
+                + ", ".join(f"{what} ({why})" for what, why in sorted(left.items())))

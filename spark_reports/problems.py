@@ -138,6 +138,11 @@ def _phase_problems(loc: RunLocation) -> list[dict]:
             out.append({"kind": "log-levels", "at_us": ph.get("end_us"),
                         "text": f"cluster.log_levels not set on {', '.join(sorted(refused))}: "
                                 f"{_last_line(next(iter(refused.values())))}"})
+        left = (ph.get("detail") or {}).get("left_on_cluster") if isinstance(ph, dict) else None
+        if left:         # an external cluster keeps what the run could not delete
+            out.append({"kind": "left-on-cluster", "at_us": ph.get("end_us"),
+                        "text": "the run could not remove from the external cluster: "
+                                + ", ".join(f"{what} ({why})" for what, why in sorted(left.items()))})
         if isinstance(ph, dict) and ph.get("outcome") == "failed":
             d = ph.get("detail") or {}
             why = ph.get("error") or d.get("error") or d.get("incomplete") or d.get("leftovers")

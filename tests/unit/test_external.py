@@ -254,8 +254,9 @@ def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
 
 
 def test_broker_log_levels_a_broker_refused_are_named_among_what_else_went_wrong(tmp_path):
-    """cluster.log_levels set through ConfigCommand: a broker that refused (an unknown logger,
-    a tool not found) leaves the evidence out of its log, and the report says so."""
+    """A run stored when cluster.log_levels went through ConfigCommand at run time (before
+    they were set at start): a broker that refused (an unknown logger, a tool not found)
+    left the evidence out of its log, and re-verifying that run still says so."""
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
     from spark_reports.timeline import Timeline
@@ -334,3 +335,46 @@ def test_a_user_who_may_not_create_is_told_the_acls_a_run_needs(tmp_path, monkey
     assert e.value.fix.startswith("grant chaos Create, Write, Read and Delete on topics and Read and Delete "
                                   f"on groups {names}")
     assert "preflight" not in e.value.fix
+
+
+def test_what_the_run_could_not_delete_on_an_external_cluster_is_named(tmp_path, monkeypatch):
+    """A user without Delete: stop() keeps what it could not remove (a group that never
+    existed is not a leftover), and the report's "what else went wrong" names it."""
+    import clusters.external as ext
+    from confluent_kafka import KafkaError, KafkaException
+    from spark_reports.problems import find_problems
+    from spark_reports.storage import RunLocation
+    from spark_reports.timeline import Timeline
+
+    monkeypatch.setenv("KH_TEST_PW", "pw")
+
+    class Refused:
+        def __init__(self, code):
+            self.code = code
+
+        def result(self, timeout=None):
+            raise KafkaException(KafkaError(self.code))
+
+    class Admin:
+        def delete_topics(self, names, operation_timeout=None):
+            return {n: Refused(KafkaError.TOPIC_AUTHORIZATION_FAILED) for n in names}
+
+        def delete_consumer_groups(self, groups):
+            return {g: Refused(KafkaError.GROUP_AUTHORIZATION_FAILED if g.endswith("g0")
+                               else KafkaError.GROUP_ID_NOT_FOUND) for g in groups}
+
+    cluster = ext.ExternalCluster(load_scenario(write(tmp_path, EXTERNAL)).cluster, run_id="R1")
+    cluster._admin = Admin()
+    cluster._created = [f"{cluster.prefix}t"]
+    cluster._groups = {f"{cluster.prefix}g0", f"{cluster.prefix}g1"}
+    cluster.stop()
+    assert cluster.left_behind == {f"topic {cluster.prefix}t": "TOPIC_AUTHORIZATION_FAILED",
+                                   f"group {cluster.prefix}g0": "GROUP_AUTHORIZATION_FAILED"}
+    (tmp_path / "phases.json").write_text(json.dumps([
+        {"name": "cluster-stop", "outcome": "ok", "start_us": 1, "end_us": 2,
+         "detail": {"left_on_cluster": cluster.left_behind}}]))
+    [problem] = find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path)))
+    assert problem["kind"] == "left-on-cluster"
+    assert problem["text"] == ("the run could not remove from the external cluster: "
+                               f"group {cluster.prefix}g0 (GROUP_AUTHORIZATION_FAILED), "
+                               f"topic {cluster.prefix}t (TOPIC_AUTHORIZATION_FAILED)")
