@@ -340,8 +340,9 @@ def test_a_user_who_may_not_create_is_told_the_acls_a_run_needs(tmp_path, monkey
 def test_what_the_run_could_not_delete_on_an_external_cluster_is_named(tmp_path, monkeypatch):
     """A user without Delete: stop() keeps what it could not remove (a group that never
     existed is not a leftover), and the report's "what else went wrong" names it."""
-    import clusters.external as ext
     from confluent_kafka import KafkaError, KafkaException
+
+    import clusters.external as ext
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
     from spark_reports.timeline import Timeline
