@@ -136,7 +136,9 @@ def test_the_entrypoint_adds_each_logger_to_both_log4j_files(tmp_path):
     files = Path(__file__).parents[2] / "clusters" / "image_files"
     script = (files / "entrypoint.sh").read_text()
     step = re.search(r'    if \[ -n "\$\{LOG_LEVELS:-\}" \]; then\n(.*?)\n    fi\n', script, re.S).group(1)
-    step = step.replace("/opt/kafka/", f"{files}/").replace("/tmp/", f"{tmp_path}/")
+    # /tmp/ first: the checkout itself may live under /tmp (CI's clone did)
+    step = step.replace("/tmp/", f"{tmp_path}/").replace("/opt/kafka/", f"{files}/")
+    step = "set -e\n" + step
     env = {"LOG_LEVELS": "kafka.coordinator.transaction=DEBUG,kafka.log=TRACE", "PATH": "/usr/bin:/bin"}
     subprocess.run(["bash", "-c", step], env=env, check=True)
     props = (tmp_path / "log4j.properties").read_text().splitlines()
