@@ -57,11 +57,23 @@ def _java() -> str:
     return " ".join([os.path.realpath(shutil.which(java) or java), *version])
 
 
+def _jars_stamp(home: str) -> str:
+    """When Spark's jars were installed: a JVM maps an archive only over the very jar
+    files it was made from (it checks their times), so a .venv made again at the same
+    path needs a new archive, not the old one kept and silently refused."""
+    try:
+        return str(os.stat(os.path.join(home, "jars")).st_mtime_ns)
+    except OSError:
+        return ""
+
+
 @functools.lru_cache(maxsize=1)     # `java -version` is a process: once per process
 def _identity() -> dict:
     # pyspark: as above
     import pyspark
-    return {"spark_home": _spark_home(), "pyspark": pyspark.__version__, "java": _java()}
+    home = _spark_home()
+    return {"spark_home": home, "pyspark": pyspark.__version__, "java": _java(),
+            "jars": _jars_stamp(home)}
 
 
 def archive_path() -> Path:

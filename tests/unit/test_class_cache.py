@@ -23,6 +23,25 @@ def test_the_archive_is_keyed_and_moves_with_the_cache(tmp_path, monkeypatch):
     class_cache._identity.cache_clear()
 
 
+def test_spark_installed_again_at_the_same_path_gets_another_archive(tmp_path, monkeypatch):
+    """A .venv made again where the last one was (CI's clone in the same folder): the old
+    archive's jar times no longer match, the JVM would refuse it without a word."""
+    import os
+    monkeypatch.setenv("HARNESS_CACHE", str(tmp_path / "cache"))
+    home = tmp_path / "pyspark"
+    (home / "jars").mkdir(parents=True)
+    os.utime(home / "jars", ns=(1_000_000_000, 1_000_000_000))
+    monkeypatch.setattr(class_cache, "_spark_home", lambda: str(home))
+    class_cache._identity.cache_clear()
+    before = class_cache.archive_path()
+    (home / "jars").rmdir()
+    (home / "jars").mkdir()
+    os.utime(home / "jars", ns=(2_000_000_000, 2_000_000_000))
+    class_cache._identity.cache_clear()
+    assert class_cache.archive_path() != before
+    class_cache._identity.cache_clear()
+
+
 def test_sessions_use_an_archive_only_when_there_is_one(tmp_path, monkeypatch):
     monkeypatch.setenv("HARNESS_CACHE", str(tmp_path))
     monkeypatch.delenv("HARNESS_SPARK_CDS", raising=False)
