@@ -14,7 +14,7 @@ import yaml
 
 
 def _phase_s(phases: list[dict], name: str) -> float:
-    return sum((p["end_us"] - p["start_us"]) / 1e6 for p in phases if p["name"] == name and p.get("end_us"))
+    return sum((p["end_us"] - p["start_us"]) / 1e6 for p in phases if p["name"] == name)
 
 
 def run_row(run_dir: Path) -> dict:
