@@ -1,6 +1,6 @@
 """The spec's counting rules as plain SQL in DuckDB: the single-machine reference.
 
-Written independently of spark_reports/reconcile.py (row-numbered positions,
+Written independently of families/records/views.py (row-numbered positions,
 EXISTS / NOT EXISTS instead of the Spark views), so that identical counts from
 both mean something. Benchmark-only dependency: `pip install .[bench]`.
 

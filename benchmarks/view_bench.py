@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from spark_reports.reconcile import Scratch  # noqa: E402
+from spark_reports.scratch import Scratch  # noqa: E402
 from spark_reports.session import spark_session  # noqa: E402
 from spark_reports.storage import RunLocation  # noqa: E402
 from spark_reports.tables import read_tables  # noqa: E402

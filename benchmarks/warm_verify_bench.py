@@ -37,18 +37,21 @@ def _tree_cpu(root: int) -> float:
 def worker(run_dirs: list[str], repeat: int, master: str | None, warm: list[str],
            conf: dict[str, str]) -> list[dict]:
     """In this process: one session, a warm-up verify, then the timed ones."""
-    from harness.run_judge import verify_stored_run as verify_run
+    from dataclasses import replace
+
+    from harness.run_judge import stored_judgement
     from spark_reports.session import spark_session
+    from verifiers.verify import verify_run
 
     spark, _ = spark_session(master, extra_conf=conf)
     out = []
     try:
         for d in warm or run_dirs[:1]:
-            verify_run(d, spark=spark, write_html=False)
+            verify_run(d, replace(stored_judgement(d), html=False), spark=spark)
         for _ in range(repeat):
             for d in run_dirs:
                 c0, p0, t0 = _tree_cpu(os.getpid()), time.process_time(), time.monotonic()
-                s = verify_run(d, spark=spark, write_html=False).summary
+                s = verify_run(d, replace(stored_judgement(d), html=False), spark=spark).summary
                 out.append({"run_dir": d, "seconds": round(time.monotonic() - t0, 3),
                             "cpu_seconds": round(_tree_cpu(os.getpid()) - c0, 1),
                             "python_cpu_seconds": round(time.process_time() - p0, 1),

@@ -1,6 +1,6 @@
 """Live progress of a run: a `rich` panel on a terminal, plain lines in CI.
 
-Numbers come from the history as it is written (harness.history_tail), the
+Numbers come from the history as it is written (workloads.history_tail), the
 phase from the phase log, the active faults from the run's faults, the leader
 from the metadata observer (harness.run.Run holds them): the display only reads.
 """
@@ -18,7 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 
 from faults.selectors import selector_refs
-from harness.history_tail import HistoryTail
+from workloads.history_tail import HistoryTail
 
 if TYPE_CHECKING:
     from harness.run import Run

@@ -16,7 +16,7 @@ from harness.scenario import Scenario
 from verifiers.verify import VerifyResult
 
 
-# What the runner needs of the resources its phases make (harness/run_workloads.py,
+# What the runner needs of the resources its phases make (families/records/clients.py,
 # run_faults.py, progress.py define them; they import this module, not the reverse).
 class Display(Protocol):
     def say(self, message: str) -> None: ...
@@ -57,7 +57,8 @@ class Run:
     phases: PhaseLog
     progress: Display | None = None
     observer: MetadataObserver | None = None
-    load: Load | None = None
+    load: Load | None = None            # the records family's clients
+    clients: dict[str, Any] = field(default_factory=dict)   # family name -> its started clients
     faults: FaultsInPlay | None = None
     verified: VerifyResult | None = None
     stopped_in: str | None = None       # the phase an interruption or an error ended

@@ -1,7 +1,8 @@
 """Judging a run: the verify, verdict and report phases, and `harness verify RUN_DIR`.
 
-The checker (verifiers.verify) receives the scenario model from here: the run's own
-for `harness run`, the stored scenario.yaml read into the model for `harness verify`.
+The checker (verifiers.verify) receives one Judgement from here (judgement_of): built
+from the run's own scenario model for `harness run`, from the stored scenario.yaml read
+once into the model for `harness verify` (stored_judgement).
 Its Spark session is the suite's shared one or its own, stopped when it is done
 (spark_reports.session.session_scope); a Ctrl-C during verification also ends the
 driver JVM, which PySpark starts ignoring SIGINT.
@@ -18,11 +19,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from core.errors import HarnessError, SpecError
+from families import named_by
 from harness.end_table import print_end_table
 from harness.orphans import child_jvms
 from harness.run import Run
 from harness.run_dir import write_manifest
-from harness.scenario import load_stored
+from harness.scenario import Scenario, Stored, load_stored
+from verifiers.expectations import ExpectationSet, load_expectations, parse_document
+from verifiers.facts import model_facts
+from verifiers.judgement import Judgement
 from verifiers.verify import verify_run
 
 
@@ -58,14 +63,12 @@ def stop_spark() -> None:
 # -- the phases ------------------------------------------------------------------------
 
 def verify(run: Run, detail: dict) -> None:
-    s, ctx = run.scenario, run.ctx
+    ctx = run.ctx
     run.say("verify: reconciling the history with Spark")
     write_manifest(run, end_us=int(time.time() * 1e6))
     with stderr_to(ctx.run_dir / "logs" / "spark.log"):
-        result = verify_run(str(ctx.run_dir), spark_master=ctx.options.spark_master,
-                            spark=ctx.options.spark, scenario=s,
-                            unavailability_threshold_s=s.report.unavailability_threshold_s,
-                            write_html=s.report.html)
+        result = verify_run(str(ctx.run_dir), judgement_of(run.scenario),
+                            spark_master=ctx.options.spark_master, spark=ctx.options.spark)
     run.verified = result
     detail.update(status=result.verdict.status, report=f"{result.report_dir}/index.html")
 
@@ -84,13 +87,48 @@ def report(run: Run, detail: dict) -> None:
 
 # -- a stored run ----------------------------------------------------------------------
 
+def judgement_of(s: Scenario, doc: dict | None = None) -> Judgement:
+    """What the run is judged by, from its scenario model (`doc`: the document it was
+    read from, for the report; else the model's own)."""
+    facts, sources = model_facts(s, None)
+    return Judgement(s.expect, facts, sources, threshold_s=s.report.unavailability_threshold_s,
+                     html=s.report.html, families=tuple(f.name for f in named_by(s.workload)),
+                     scenario_doc=doc if doc is not None else s.to_dict()
+                     ).with_expectations(s.expect)
+
+
+def stored_judgement(run_dir: str, expect: str | ExpectationSet | None = None) -> Judgement:
+    """A stored run's judgement: its scenario.yaml read once into the model; without a
+    model, the stored document's own expectations (else the defaults) and unknown facts.
+    `expect` (an --expect file, or a set) replaces the scenario's expectations."""
+    stored = load_stored(Path(run_dir) / "scenario.yaml")
+    if stored.model is not None:
+        j = judgement_of(stored.model, stored.doc)
+    else:
+        j = Judgement.without_model(stored.problem or "unknown", _stored_expectations(stored),
+                                    stored.doc, stored.notes)
+    if expect is None:
+        return j
+    if not isinstance(expect, ExpectationSet):
+        path = Path(expect)
+        if not path.is_file():
+            raise HarnessError(f"--expect {expect}: no such file")
+        expect = load_expectations(path.read_text(), str(path))
+    return j.with_expectations(expect)
+
+
+def _stored_expectations(stored: Stored) -> ExpectationSet | None:
+    for key in ("expectations", "expect"):
+        if stored.doc is not None and key in stored.doc:
+            return parse_document(stored.doc[key], f"scenario.yaml: {key}")
+    return None
+
+
 def verify_stored_run(run_dir: str, spark_master: str | None = None, expect=None, *,
-                      spark=None, write_html: bool = True):
-    """verifiers.verify.verify_run with the run's stored scenario.yaml read into the
-    scenario model (its facts and threshold), or without a model and why."""
-    model, problem = load_stored(Path(run_dir) / "scenario.yaml")
-    return verify_run(run_dir, spark_master, expect, spark=spark, write_html=write_html,
-                      scenario=model, scenario_problem=problem)
+                      spark=None):
+    """verifiers.verify.verify_run of a stored run, by its stored judgement."""
+    return verify_run(run_dir, stored_judgement(run_dir, expect), spark_master=spark_master,
+                      spark=spark)
 
 
 def verify_command(run_dir: str, spark_master: str | None, expect: str | None) -> int:

@@ -25,6 +25,7 @@ file, line and field (`scenarios/x.yaml:14 faults.timeline[2].target: …`).
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from dataclasses import fields as dc_fields
 from pathlib import Path
 from typing import Any
@@ -33,10 +34,11 @@ from pydantic import BaseModel
 
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
+from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
 from faults.schedule import ScheduleSpec
 from harness import scenario_model as sm
 from harness.scenario_build import TOP_LEVEL, Builder, build
-from harness.scenario_model import Scenario, Workload  # noqa: F401 - where their users find them
+from harness.scenario_model import Scenario
 from harness.yamlsource import Source, apply_set, load_yaml
 from verifiers.facts import model_facts
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
@@ -66,8 +68,8 @@ def known_fields() -> dict:
         return {name: None for name in model.model_fields}
     workload = {**of_model(Workload), "producers": of_model(ProducerSpec),
                 "consumers": of_model(ConsumerGroupSpec),
-                "java_producers": of_model(sm.JavaProducerSpec),
-                "java_consumers": of_model(sm.JavaConsumerSpec)}
+                "java_producers": of_model(JavaProducerSpec),
+                "java_consumers": of_model(JavaConsumerSpec)}
     workload["producers"]["transactions"] = None
     nemesis = {"presets": None, "topic": None, "partition": None,
                **{f.name: None for f in dc_fields(ScheduleSpec) if f.name != "kinds"}}
@@ -110,16 +112,32 @@ def _display(path: Path) -> str:
         return str(path)
 
 
-def load_stored(path: Path) -> tuple[Scenario | None, str | None]:
+@dataclass(frozen=True)
+class Stored:
+    """A stored run's scenario.yaml, read once: the document as stored (None: absent or
+    not YAML), the model built from it (None: and why not), and what reading it found."""
+    doc: dict | None
+    model: Scenario | None
+    problem: str | None
+    notes: tuple[str, ...] = ()
+
+
+def load_stored(path: Path) -> Stored:
     """A stored run's scenario.yaml (resolved: every default filled in) as the model, or
     None and why not (absent, not YAML, or not a valid scenario)."""
     try:
         data, source = load_yaml(path.read_text(), "scenario.yaml")
     except OSError:
-        return None, "unknown: no scenario.yaml"
+        return Stored(None, None, "unknown: no scenario.yaml",
+                      ("no scenario.yaml: the run's configuration is unknown",))
     except SpecError as e:
-        return None, f"unknown: scenario.yaml is not a valid scenario ({e})"
-    return _stored_model(data, source)
+        return Stored(None, None, f"unknown: scenario.yaml is not a valid scenario ({e})",
+                      (f"scenario.yaml is not valid YAML ({e}); ignored",))
+    if not isinstance(data, dict):
+        return Stored(None, None, "unknown: no scenario.yaml",
+                      ("scenario.yaml is not a mapping; ignored",))
+    model, problem = _stored_model(data, source)
+    return Stored(data, model, problem)
 
 
 def _stored_model(doc: Any, source: Source) -> tuple[Scenario | None, str | None]:

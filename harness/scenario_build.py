@@ -17,6 +17,7 @@ from clusters.migration import kraft_spec_of
 from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
+from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
 from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.schedule import ScheduleSpec
 from faults.selectors import selector_clients, selector_refs
@@ -24,14 +25,11 @@ from harness import scenario_external
 from harness.scenario_model import (
     AppliesTo,
     Faults,
-    JavaConsumerSpec,
-    JavaProducerSpec,
     Nemesis,
     Report,
     Scenario,
     TimelineFault,
     TopicSpec,
-    Workload,
 )
 from harness.yamlsource import CONFIG_MAPS, Source
 from verifiers.expectations import DEFAULTS, ExpectationSet, parse_document, parse_expectation

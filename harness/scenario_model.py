@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from functools import cached_property
-from typing import Any, Literal
+from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, InstanceOf, field_validator
+from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from clusters.spec import ClusterSpec
+from families import named_by
+from families.records.section import Workload
 from faults.catalog import ResolvedFault
 from faults.schedule import ScheduleSpec
 from verifiers.expectations import ExpectationSet
 from verifiers.facts import durable
-from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, idempotent_by_default
+from workloads.spec import DrainSpec
 
 KAFKA_DEFAULT_MIN_ISR = 1
 
@@ -34,52 +36,6 @@ class TopicSpec(_Model):
     partitions: int = 3
     replication_factor: int = 3
     configs: dict[str, str] = {}
-
-
-class JavaProducerSpec(_Model):
-    """Kafka's VerifiableProducer: records `j<prefix>-<n>`."""
-    prefix: int = 0
-    topic: str
-    max_messages: int = 100_000
-    acks: Literal["all", "-1", "1", "0"] = "all"
-    throughput: int = -1
-    config: dict[str, str] = {}
-
-    @field_validator("acks", mode="before")
-    @classmethod
-    def _acks_text(cls, v: Any) -> Any:
-        return str(v) if isinstance(v, int) else v     # YAML reads `acks: 1` as a number
-
-    @property
-    def acks_all(self) -> bool:
-        return self.acks in ("all", "-1")
-
-    @property
-    def idempotent(self) -> bool:
-        """As Kafka's client makes it: the default for its acks, unless its config says."""
-        default = str(idempotent_by_default(self.acks)).lower()
-        return self.acks_all and self.config.get("enable.idempotence", default) == "true"
-
-
-class JavaConsumerSpec(_Model):
-    name: str = "jc0"
-    topic: str
-    group_id: str
-    isolation: str = "read_uncommitted"
-    auto_commit: bool = False
-    config: dict[str, str] = {}
-
-
-class Workload(_Model):
-    duration_s: float = 60.0
-    warmup_timeout_s: float = 60.0          # until every partition has its first ack
-    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
-    # None: the brokers' version, as the cluster started.
-    clients_version: str | None = None
-    producers: tuple[ProducerSpec, ...] = ()
-    consumers: tuple[ConsumerGroupSpec, ...] = ()
-    java_producers: tuple[JavaProducerSpec, ...] = ()
-    java_consumers: tuple[JavaConsumerSpec, ...] = ()
 
 
 class TimelineFault(_Model):
@@ -133,18 +89,12 @@ class Scenario(_Model):
     # -- facts a verifier asks (verifiers.facts.FACTS) ---------------------------
     @cached_property
     def facts(self) -> dict[str, bool | None]:
-        w = self.workload
-        facts: dict[str, bool | None] = {
-            "transactional": any(p.transactions is not None for p in w.producers),
-            "idempotent": all([*(p.enable_idempotence for p in w.producers),
-                               *(j.idempotent for j in w.java_producers)]),
-            "acks_all": all([*(p.acks == "all" for p in w.producers),
-                             *(j.acks_all for j in w.java_producers)]),
-            "min_isr_2": all(self.min_isr(t) >= 2 for t in self.topics),
-            "clean_elections": not any(self.unclean_elections(t) for t in self.topics),
-            "commit_after_processing": (all(c.commit == "after-processing" for c in w.consumers)
-                                        if w.consumers else None),
-        }
+        """The named families' facts of their section, and the topics' own."""
+        facts: dict[str, bool | None] = {}
+        for family in named_by(self.workload):
+            facts.update(family.facts(self.workload))
+        facts["min_isr_2"] = all(self.min_isr(t) >= 2 for t in self.topics)
+        facts["clean_elections"] = not any(self.unclean_elections(t) for t in self.topics)
         facts["durable"] = durable(facts)
         return facts
 

@@ -19,7 +19,7 @@ charged by the time the group first received the offset (`first_recv_us`); rows
 with neither time get "none".
 
 Counts (totals and per fault) are taken from the written files with one rule (each
-kind's count_by, spark_reports/kinds.py), so summary.json and the Parquet cannot
+kind's count_by, families/base.py), so summary.json and the Parquet cannot
 disagree; per fault, each counted key (a record_id, an offset …) goes to one
 fault_id, so a kind's counts over all fault_ids add up to its total.
 """
@@ -35,7 +35,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_reports.kinds import KINDS, by_name
+from families import KINDS
+from families.base import Kind
 from spark_reports.storage import RunLocation
 from spark_reports.timeline import AFTER_HEAL_US, Timeline
 
@@ -108,13 +109,16 @@ def _broker_id(leader) -> int | None:
 
 
 def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: Timeline,
-                    step=lambda name: None, empty: frozenset[str] = frozenset()) -> AnomalyResult:
-    """Write every kind's rows, explained, under report/anomalies/<kind>/ and count
-    them from what was written. `empty`: the kinds known to have no rows (their key
-    sets were observed empty), written from their schema alone, with no Spark job."""
+                    kinds: tuple[Kind, ...] = KINDS, step=lambda name: None,
+                    empty: frozenset[str] = frozenset()) -> AnomalyResult:
+    """Write each kind's rows (`frames`: kind name -> its rows; `kinds`: the named
+    families' kinds), explained, under report/anomalies/<kind>/ and count them from
+    what was written. `empty`: the kinds known to have no rows (their key sets were
+    observed empty), written from their schema alone, with no Spark job."""
     out = AnomalyResult({}, defaultdict(dict), {}, {}, {})
     explain = Explainer(tl)
-    for kind in (k.name for k in KINDS):
+    for k in kinds:
+        kind = k.name
         df = explain(frames[kind])
         rows = (_no_rows(df) if kind in empty else
                 df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow())
@@ -125,11 +129,11 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
             path = loc.spark_path("report", "anomalies", kind)
             df.write.mode("overwrite").parquet(path)
             head = rows.slice(0, SAMPLE_ROWS)
-            rows = _read_written(loc, kind)
-        out.counts[kind] = count(rows, kind)
-        for fault, n in count_by_fault(rows, kind).items():
+            rows = _read_written(loc, k)
+        out.counts[kind] = count(rows, k)
+        for fault, n in count_by_fault(rows, k).items():
             out.by_fault[fault][kind] = n
-        out.explanations[kind] = explanations(rows, kind)
+        out.explanations[kind] = explanations(rows, k)
         out.columns[kind] = head.column_names
         out.samples[kind] = head.slice(0, SAMPLE_ROWS).to_pylist() if out.counts[kind] else []
         step(f"anomalies.{kind}")
@@ -144,9 +148,9 @@ def _no_rows(df: DataFrame) -> pa.Table:
                            timezone="UTC", prefers_large_types=large).empty_table()
 
 
-def count(rows: pa.Table, kind: str) -> int:
+def count(rows: pa.Table, kind: Kind) -> int:
     """A kind's count by its rule (count_by) over its written rows."""
-    how, keys = by_name(kind).count_by
+    how, keys = kind.count_by
     if how == "rows" or rows.num_rows == 0:
         return rows.num_rows
     if how == "sum":
@@ -154,13 +158,13 @@ def count(rows: pa.Table, kind: str) -> int:
     return rows.select(list(keys)).group_by(list(keys)).aggregate([]).num_rows
 
 
-def count_by_fault(rows: pa.Table, kind: str) -> dict[str, int]:
+def count_by_fault(rows: pa.Table, kind: Kind) -> dict[str, int]:
     """The kind's count per fault_id the rows are charged to. A counted key whose rows
     name different faults (the deliveries of one duplicate) goes to the first of them
     in row order, so the counts add up to the kind's total."""
     if rows.num_rows == 0:
         return {}
-    how, keys = by_name(kind).count_by
+    how, keys = kind.count_by
     owner = rows.column("fault_id").to_pylist()
     if how == "distinct":
         first: dict[tuple, str] = {}
@@ -181,7 +185,7 @@ EXPLAINED_GROUPS = 12
 GROUP_BY = ("topic", "partition", "leader_at_ack", "elected_leader_at_ack", "fault_id")
 
 
-def explanations(rows: pa.Table, kind: str) -> list[dict]:
+def explanations(rows: pa.Table, kind: Kind) -> list[dict]:
     """The kind's rows grouped by (topic, partition, who acknowledged, who was elected,
     the fault charged), each with its count (the kind's rule), first and last ack time
     and the faults active at them; overwritten rows also with the leader epochs that
@@ -210,12 +214,12 @@ def explanations(rows: pa.Table, kind: str) -> list[dict]:
     return out[:EXPLAINED_GROUPS]
 
 
-def _read_written(loc: RunLocation, kind: str) -> pa.Table:
+def _read_written(loc: RunLocation, kind: Kind) -> pa.Table:
     """The columns counting and explaining read, of what Spark wrote for a kind (only
     those: a kind may have many millions of rows)."""
-    files = loc.list_parquet("report", "anomalies", kind)
+    files = loc.list_parquet("report", "anomalies", kind.name)
     names = pq.read_schema(files[0], filesystem=loc.fs).names
-    cols = [c for c in dict.fromkeys([*by_name(kind).count_by[1], *GROUP_BY, "ack_ts_us",
+    cols = [c for c in dict.fromkeys([*kind.count_by[1], *GROUP_BY, "ack_ts_us",
                                       "faults_at_ack", "consumed_leader_epoch"]) if c in names]
     return pa.concat_tables([pq.read_table(f, columns=cols, filesystem=loc.fs) for f in files])
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from spark_reports.kinds import by_name
+from families import by_name
 
 
 def count_words(n: int) -> str:

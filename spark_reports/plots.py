@@ -16,7 +16,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from spark_reports.kinds import KINDS  # noqa: E402
+from families import KINDS  # noqa: E402
 
 # Broker colours by id (id % 10): tab10 without its red, which means "unavailable".
 BROKER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",

@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from families import KINDS
 from spark_reports import plots
 from spark_reports.explain import RunFacts, count_words, explain, fault_story
-from spark_reports.kinds import KINDS
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto 3em;

@@ -44,7 +44,7 @@ from typing import Any
 import yaml
 
 from core.errors import SpecError
-from spark_reports.kinds import KINDS, NAMES
+from families import KINDS, NAMES
 from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
@@ -134,7 +134,7 @@ def parse_expectation(item: Any, where: str = "expectation") -> Expectation:
                     "write e.g. 'lost == 0'")
 
 
-# Every kind's own default (spark_reports/kinds.py), then the run's: a workload that
+# Every kind's own default (each family's kinds, families/), then the run's: a workload that
 # died (a fatal client error, a crash) stopped its load early, and a run whose load
 # stopped proves nothing.
 NO_DEATHS = parse_expectation("workload_deaths == 0", "defaults")

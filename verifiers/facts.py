@@ -1,31 +1,37 @@
 """What a run's configuration says about the guarantees it should give.
 
-Conditional expectations ("duplicate == 0 when idempotent") need facts about
-the run. They are properties of the typed scenario model (`Scenario.facts`,
-harness/scenario_model.py), given to the verifier by its caller, never guessed from
-key paths; the
-expectations file's `facts:` mapping may override them. A fact that cannot be
-known (no scenario.yaml, or one that is not a valid scenario) is None:
-expectations that depend on it are reported as not judged, never silently
+Conditional expectations ("duplicate == 0 when idempotent") need facts about the
+run. Each is computed by the part of the scenario that owns it: a workload family's
+facts of its section (families/*: `Family.facts`, named in its `fact_docs`), the
+topics' own below; the scenario model composes them (`Scenario.facts`,
+harness/scenario_model.py) and the Judgement carries them to the verifier, never
+guessed from key paths. The expectations file's `facts:` mapping may override them.
+A fact that cannot be known (no scenario.yaml, or one that is not a valid scenario)
+is None: expectations that depend on it are reported as not judged, never silently
 passed or failed.
 
-  idempotent       every producer is idempotent (transactional ones are)
-  transactional    some producer is transactional
-  acks_all         every producer sends with acks=all
+Each family's facts (today: records' idempotent, acks_all, commit_after_processing;
+transactions' transactional), and the topics':
+
   min_isr_2        every topic's min.insync.replicas (topic config, else the
                    cluster's, else Kafka's default 1) is at least 2
   clean_elections  no topic allows unclean leader election (Kafka's default)
-  commit_after_processing
-                   every consumer group commits only what it recorded
-                   (None when the scenario has no consumer group)
   durable          acks_all and min_isr_2 and clean_elections
 """
 from __future__ import annotations
 
 from typing import Any
 
-FACTS = ("idempotent", "transactional", "acks_all", "min_isr_2", "clean_elections",
-         "commit_after_processing", "durable")
+from families import FAMILIES
+
+TOPIC_FACTS = {
+    "min_isr_2": "every topic's min.insync.replicas is at least 2",
+    "clean_elections": "no topic allows unclean leader election",
+    "durable": "acks_all and min_isr_2 and clean_elections",
+}
+FACT_DOCS: dict[str, str] = {**{k: v for f in FAMILIES for k, v in f.fact_docs.items()},
+                             **TOPIC_FACTS}
+FACTS: tuple[str, ...] = tuple(FACT_DOCS)
 
 
 def durable(facts: dict) -> bool | None:
@@ -44,6 +50,6 @@ def model_facts(model: Any, why: str | None
         return {f: None for f in FACTS}, {f: why or "unknown" for f in FACTS}
     facts = dict(model.facts)
     sources = {f: "scenario model" for f in FACTS}
-    if facts["commit_after_processing"] is None:
+    if facts.get("commit_after_processing") is None:
         sources["commit_after_processing"] = "unknown: the scenario has no consumer group"
     return facts, sources

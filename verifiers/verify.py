@@ -1,80 +1,30 @@
-"""verify_run: a stored run history in, report/ and a verdict out.
+"""verify_run: a stored run history and its Judgement in; report/, a verdict out.
 
-`harness run` calls `verify_run` at the end of every run with its scenario model
-(harness/run_judge.py); `harness verify RUN_DIR` loads the run's stored scenario.yaml
-into the model first (harness.run_judge.verify_stored_run). The flow, the same for
-every history:
+`harness run` calls `verify_run` at the end of every run with the judgement built
+from its scenario model (harness/run_judge.py); `harness verify RUN_DIR` builds it
+from the run's stored scenario.yaml, read once. The reconciling itself is the
+pipeline's (spark_reports/pipeline.py: its one entry point); this module judges the
+summary against the expectations and writes junit.xml beside it.
 
-1. read the run's configuration (scenario.yaml, manifest.json);
-2. validate the history with pyarrow before Spark starts (files, columns, types,
-   enumerated values; spark_reports/validate.py), which also yields the counts;
-3. build the views (spark_reports/reconcile.py), the offset views in a thread of
-   their own, while a small job checks that no record_id is produced twice (a
-   malformed history);
-4. the metrics (spark_reports/metrics.py) in a thread of their own, beside
-5. every anomaly kind, one function each (spark_reports/anomalies.py), its rows
-   written with their explanation (spark_reports/anomaly_output.py);
-6. the verdict against the expectations, then summary.json, junit.xml and
-   index.html.
-
-summary["step_seconds"] times each step; `view.offsets` and `view.groups` overlap
-`view.records` (step 3 builds them beside it), the metrics' (`metrics.*`) overlap
-the anomalies', and `metrics_wait` is how long the anomalies then waited.
-
-The verdict is "unknown" (exit 2) when the history is malformed or has no
-`drain` phase; a summary, junit.xml and index.html are still written then,
-saying why.
-
-The scenario model (`scenario`, given by the caller: this package does not build
-it) gives the facts conditional expectations depend on (verifiers/facts.py) and
-`report.unavailability_threshold_s` (default 1 s) unless the caller gives one;
-without it the facts are unknown, and expectations that depend on them are not
-judged. Optional inputs read from RUN_DIR (absent is fine, and the report says so):
-- scenario.yaml: its `expect:` (or `expectations:`) list, used when no --expect file
-  is given (format: verifiers/expectations.py), and shown in the report;
-- manifest.json: shown in the report as is.
+The verdict is "unknown" (exit 2) when the history is malformed or has no `drain`
+phase; a summary, junit.xml and index.html are still written then, saying why.
+Read from RUN_DIR beside the history: manifest.json, shown in the report as is
+(absent is fine, and the report says so).
 """
 from __future__ import annotations
 
 import json
-import math
 import os
-import threading
-import time
-import traceback
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from core.errors import HarnessError
-from spark_reports import metrics as M
-from spark_reports.anomalies import Inputs
-from spark_reports.anomaly_output import write_anomalies
-from spark_reports.isr import isr_by_fault
-from spark_reports.kinds import anomaly_frames
-from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
-from spark_reports.problems import client_fatals, find_problems, workload_deaths
-from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
-from spark_reports.report_html import render_report
-from spark_reports.session import session_scope
+from families import FAMILIES
+from spark_reports import pipeline
 from spark_reports.storage import RunLocation
-from spark_reports.tables import read_on_driver, read_tables
-from spark_reports.timeline import parse_events
-from spark_reports.validate import HistoryInvalid, check_files, check_values
-from verifiers.expectations import ExpectationSet, load_expectations, parse_document
-from verifiers.facts import durable, model_facts
+from verifiers.judgement import Judgement
 from verifiers.junit import verdict_junit
 from verifiers.verdict import Verdict, judge, unknown
-
-
-@dataclass
-class RunConfig:
-    scenario: dict | None
-    manifest: dict | None
-    notes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -88,379 +38,49 @@ class VerifyResult:
         return self.verdict.exit_code
 
 
-def _read_mapping(loc: RunLocation, name: str, parse, bad: type[Exception], what: str,
-                  notes: list[str]) -> dict | None:
-    """RUN_DIR/<name> parsed as a mapping, or None with a note saying why."""
-    text = loc.read_text(name)
-    if text is None:
-        notes.append(f"no {name}: {what}")
-        return None
-    try:
-        doc = parse(text)
-    except bad as e:
-        notes.append(f"{name} is not valid {name.rsplit('.', 1)[-1].upper()} ({e}); ignored")
-        return None
-    if not isinstance(doc, dict):
-        notes.append(f"{name} is not a mapping; ignored")
-        return None
-    return doc
-
-
-def read_config(loc: RunLocation) -> RunConfig:
-    cfg = RunConfig(None, None)
-    cfg.scenario = _read_mapping(loc, "scenario.yaml", yaml.safe_load, yaml.YAMLError,
-                                 "the run's configuration is unknown", cfg.notes)
-    cfg.manifest = _read_mapping(loc, "manifest.json", json.loads, ValueError,
-                                 "versions and cluster spec unknown", cfg.notes)
-    return cfg
-
-
-def resolve_expectations(expect: str | ExpectationSet | None, cfg: RunConfig) -> ExpectationSet:
-    if isinstance(expect, ExpectationSet):
-        return expect
-    if expect is not None:
-        p = Path(expect)
-        if not p.is_file():
-            raise HarnessError(f"--expect {expect}: no such file")
-        return load_expectations(p.read_text(), str(p))
-    if cfg.scenario:
-        for key in ("expectations", "expect"):
-            if key in cfg.scenario:
-                doc = cfg.scenario[key]
-                return parse_document(doc, f"scenario.yaml: {key}")
-    return load_expectations(None, "defaults")
-
-
-def _clean(x: Any) -> Any:
-    """JSON-safe: no NaN/inf (→ null), tuples → lists."""
-    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
-        return None
-    if isinstance(x, dict):
-        return {str(k): _clean(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_clean(v) for v in x]
-    return x
-
-
-def verify_run(run_dir: str, spark_master: str | None = None,
-               expect: str | ExpectationSet | None = None, *, spark=None,
-               unavailability_threshold_s: float | None = None,
-               write_html: bool = True, scenario: Any = None,
-               scenario_problem: str | None = None) -> VerifyResult:
-    """`scenario`: the run's scenario model (harness.scenario.Scenario), or None and
-    `scenario_problem`, why there is none (its facts are then unknown)."""
-    t0 = time.monotonic()
+def verify_run(run_dir: str, judgement: Judgement | None = None, *, spark=None,
+               spark_master: str | None = None) -> VerifyResult:
+    """Reconcile RUN_DIR's history, judge it by `judgement` (None: no scenario model,
+    the facts unknown, the default expectations, every family checked)."""
+    j = judgement or Judgement.without_model("unknown: verified without the run's scenario model")
     loc = RunLocation.of(run_dir)
     if not loc.is_dir():
         raise HarnessError(f"{run_dir}: no such run directory")
-    cfg = read_config(loc)
-    exps = resolve_expectations(expect, cfg)
-    facts, fact_sources = model_facts(
-        scenario, scenario_problem or "unknown: verified without the run's scenario model")
-    for k, v in exps.facts:
-        facts[k], fact_sources[k] = v, f"{exps.source}: facts.{k}"
-    if any(k in ("acks_all", "min_isr_2", "clean_elections") for k, _ in exps.facts) \
-            and not any(k == "durable" for k, _ in exps.facts):
-        facts["durable"] = durable(facts)
-    threshold = (unavailability_threshold_s if unavailability_threshold_s is not None
-                 else threshold_of(scenario))
-
+    manifest, notes = _read_manifest(loc)
     summary: dict[str, Any] = {
         "run_id": os.path.basename(loc.base.rstrip("/")),
         "counts": {}, "anomalies": {}, "metrics": {},
-        "config": {"scenario_present": cfg.scenario is not None,
-                   "manifest_present": cfg.manifest is not None,
-                   "facts": facts, "fact_sources": fact_sources,
-                   "expectations_from": exps.source,
-                   "unavailability_threshold_s": threshold},
-        "notes": list(cfg.notes),
-    }
-    samples: dict = {}
-    try:
-        history = check_files(loc)
-        summary["notes"] += history.notes
-        # enumerated values, counts and names: a few dictionary-encoded columns read by
-        # pyarrow, so a malformed history is refused before Spark starts
-        t_scan = time.monotonic()
-        scanned = check_values(loc, history)
-        summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
-        rows = scanned.counts["sent"] + scanned.counts["consumed"]
-        with session_scope(spark_master, spark, history_rows=rows) as session:
-            if spark is None:
-                session.conf.set("spark.sql.shuffle.partitions",
-                                 str(_shuffle_partitions(loc, history)))
-            verdict, samples = _reconcile(session, loc, history, scanned, summary, exps, facts,
-                                          fact_sources, threshold)
-    except HistoryInvalid as e:
-        verdict = unknown(str(e))
-    summary["verdict"] = verdict.to_dict()
-    summary["verify_seconds"] = round(time.monotonic() - t0, 3)
-    summary["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-    summary = _clean(summary)
-    _write_outputs(loc, summary, verdict, cfg, samples, write_html)
-    return VerifyResult(summary, verdict, loc.path("report"))
-
-
-def _shuffle_partitions(loc: RunLocation, history) -> int:
-    """About one shuffle partition per 32 MiB of input (AQE coalesces small ones)."""
-    files = history.tables["produced"].files + history.tables["consumed"].files
-    size = sum(i.size or 0 for i in loc.fs.get_file_info(files))
-    return max(4, min(800, size // (32 << 20)))
-
-
-def threshold_of(scenario: Any) -> float:
-    """The run's own `report.unavailability_threshold_s` (the model's default when the
-    scenario does not set it); the default without a model."""
-    if scenario is not None:
-        return float(scenario.report.unavailability_threshold_s)
-    return DEFAULT_UNAVAILABILITY_THRESHOLD_S
-
-
-class _Steps:
-    """Seconds per step, kept in summary["step_seconds"] (for benchmarks and slow runs):
-    each the time since the step before, or (`took`, for steps that run beside others)
-    its own."""
-
-    def __init__(self, into: dict):
-        self.into, self.t = into, time.monotonic()
-
-    def __call__(self, name: str) -> None:
-        now = time.monotonic()
-        self.into[name] = round(now - self.t, 3)
-        self.t = now
-
-    def took(self, name: str, seconds: float) -> None:
-        self.into[name] = round(seconds, 3)
-        self.t = time.monotonic()
-
-    def restart(self) -> None:
-        self.t = time.monotonic()
-
-
-def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
-    """The views, then the metrics (in a thread of their own) beside the anomaly
-    kinds; then the verdict."""
-
-    step = _Steps(summary.setdefault("step_seconds", {}))
-    frames = read_tables(spark, loc, history)
-    if scanned.run_id is not None:
-        summary["run_id"] = scanned.run_id
-    summary["config"]["spark"] = {
-        "version": spark.version, "master": spark.sparkContext.master,
-        "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
-    # a small job, beside the first big aggregation (it fills the cores' idle moments)
-    identity = _Background(spark, "harness-identity", lambda: repeated_records(frames["produced"]))
-    event_rows = read_on_driver(loc, history, "events",
-                                ("ts_us", "kind", "name", "target", "detail"))
-    scratch = Scratch(spark, loc)
-
-    def materialize(name, df, observe=None):
-        t = time.monotonic()
-        out = scratch.materialize(name, df, observe)
-        step.took(f"view.{name}", time.monotonic() - t)
-        return out
-
-    background = [identity]
-
-    def beside(fn):
-        background.append(_Background(spark, "harness-views", fn))
-        return background[-1].result
-
-    try:
-        views = build_views(frames["produced"], frames["consumed"], frames["commits"],
-                            materialize, beside)
-        step.restart()
-        _refuse_repeated(identity.result(), loc)
-        tl = parse_events(event_rows, views.sizes["run_end_us"])
-        # The metrics read only the views: they run beside the anomaly rules' many
-        # small jobs, which leave a core idle at times.
-        metrics = _Background(spark, "harness-metrics", lambda: _metrics(
-            spark, views, tl, frames["consumed"], scanned, threshold))
-        background.append(metrics)
-        x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups)
-        frames = anomaly_frames(x)
-        result = write_anomalies(spark, frames, loc, tl, step, frozenset(x.no_rows))
-        m = metrics.result()
-        step("metrics_wait")
-    finally:
-        for job in background:      # the anomaly rules failed: stop the others first
-            job.cancel()
-        scratch.remove()
-    _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
-    _summarize_metrics(summary, m, views.sizes, scanned, tl)
-    _summarize_problems(summary, tl, loc)
-    return _verdict(summary, exps, facts, fact_sources), {
-        "anomalies": result.samples, "columns": result.columns}
-
-
-def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> None:
-    summary["counts"] = {**scanned.counts, **side_counts}
-    summary["anomalies"] = result.counts
-    summary["anomalies_by_fault"] = result.by_fault
-    summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}
-    summary["poll_checks"] = {"left_out": scanned.counts["consumed_run_unordered"]}
-    if scanned.counts["consumed_run_unordered"]:
-        summary["notes"].append(
-            f"{scanned.counts['consumed_run_unordered']} run deliveries have no poll_seq or "
-            "assignment: poll_skip and nonmonotonic_poll did not judge them")
-
-
-def _summarize_problems(summary: dict, tl, loc) -> None:
-    """Workloads that died (counted: a default expectation) and what else went wrong."""
-    deaths = workload_deaths(tl)
-    summary["counts"]["workload_deaths"] = len(deaths)
-    summary["workload_deaths"] = deaths
-    fatals = client_fatals(tl)
-    summary["counts"]["client_fatals"] = len(fatals)
-    summary["client_fatals"] = fatals
-    summary["problems"] = find_problems(tl, summary, loc)
-
-
-def _refuse_repeated(repeated: int, loc) -> None:
-    if repeated:
-        raise HistoryInvalid([
-            (f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
-            f"unique: {repeated} row(s) repeat the record_id of another row "
-            "(each record the harness sends gets one produced row)")])
-
-
-def _verdict(summary, exps, facts, fact_sources) -> Verdict:
-    judged = judge(summary, exps, facts, fact_sources)
-    if summary["counts"]["consumed_drain"] == 0:
-        return unknown("no consumed rows with phase = 'drain': without the final drain "
-                       "lost, overwritten and skipped cannot be judged (the workload must "
-                       "read every partition from the earliest offset after healing)",
-                       judged.checks)
-    return judged
-
-
-def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None:
-    summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})
-    per_sec, unavail, recov = m["per_second"], m["unavailability"], m["recovery"]
-    summary["notes"] += tl.notes
-    active = [s for s in per_sec if s["acked"] or s["sent"]]
-    summary["metrics"] = {
-        **m["latencies"],
-        "unavailability": unavail,
-        "max_unavailability_s": max((w["seconds"] for w in unavail), default=0.0),
-        "recovery": recov,
-        "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
-                           else max((r["seconds"] for r in recov), default=0.0)),
-        "isr": m["isr"],
-        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "label": f.label,
-                           "description": f.description, "target": f.target,
-                           "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
-                           "acked_during": m["acked_during"][i],
-                           **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
-        "throughput": {
-            "seconds_active": len(active),
-            "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
-            "acked_per_s_mean": (sum(s["acked"] for s in active) / len(active)) if active else 0.0,
-            "acked_per_s_max": max((s["acked"] for s in per_sec), default=0),
-        },
-        "per_second": per_sec,
-        "consumer_lag": m["consumer_lag"],
-        "run_start_us": sizes["run_start_us"], "run_end_us": sizes["run_end_us"],
-        "partitions": [f"{t}-{p}" for t, p in scanned.partitions],
-    }
-    summary["timeline"] = {
-        "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
-        "observations": [{"ts_us": o.ts_us, "name": o.name, "target": o.target,
-                          "topic": o.topic, "partition": o.partition, "leader": o.leader,
-                          "isr": list(o.isr) if o.isr is not None else None,
-                          "fault_id": _owner_id(tl, o.ts_us)}
-                         for o in tl.observations],
-        "brokers": {str(k): v for k, v in sorted(tl.broker_names().items())},
-        # when a producer's own idea of a partition's leader changed (client-leader)
-        "client_leaders": [{"ts_us": e.ts_us, "producer": e.target, **e.detail}
-                           for e in tl.clients if e.name == "client-leader"],
+        "config": {"scenario_present": j.scenario_doc is not None,
+                   "manifest_present": manifest is not None,
+                   "facts": dict(j.facts), "fact_sources": dict(j.fact_sources),
+                   "expectations_from": j.expectations.source,
+                   "unavailability_threshold_s": j.threshold_s},
+        "notes": [*j.notes, *notes],
     }
 
+    def judged(s: dict, why_unknown: str | None) -> Verdict:
+        v = judge(s, j.expectations, j.facts, j.fact_sources) if s.get("counts") else None
+        if why_unknown is not None:
+            return unknown(why_unknown, v.checks if v is not None else ())
+        return v
 
-def _owner_id(tl, ts_us: int) -> str | None:
-    """The fault a change seen at ts_us belongs to (timeline.Timeline.owner)."""
-    f = tl.owner(ts_us)
-    return f.fault_id if f is not None else None
-
-
-def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
-    """Every metric (spark_reports/metrics.py) from the views, with the seconds each
-    step took."""
-
-    steps: dict = {}
-    step = _Steps(steps)
-    topics, all_parts = sorted(scanned.topics), scanned.partitions
-    inputs = M.metric_inputs(views.records, topics)
-    hist = M.histograms(inputs, tl, int(threshold * 1_000_000))
-    out = {"latencies": M.latencies(hist), "fault_latencies": M.fault_latencies(hist, tl)}
-    step("latency")
-    out["per_second"] = M.per_second(hist, consumed)
-    out["consumer_lag"] = M.consumer_lag(hist, views.groups, topics)
-    step("per_second")
-    out["unavailability"] = M.unavailability(spark, inputs, threshold,
-                                             views.sizes["run_end_us"], hist, all_parts, topics)
-    step("unavailability")
-    touched = M.touched_by_fault(tl, hist, all_parts, topics)
-    threshold_us = int(threshold * 1_000_000)
-    for w in out["unavailability"]:
-        w["fault_id"] = M.window_owner(tl, w, threshold_us)
-    out["recovery"] = M.recovery(tl, touched, out["unavailability"], threshold_us)
-    out["isr"] = isr_by_fault(tl, touched)
-    out["acked_during"] = M.acked_during(hist, tl, touched, topics)
-    step("recovery")
-    return {**out, "steps": steps}
+    families = tuple(f for f in FAMILIES if f.name in j.families)
+    done = pipeline.reconcile(run_dir, summary, families, j.threshold_s, judged, spark=spark,
+                              spark_master=spark_master, scenario_doc=j.scenario_doc,
+                              manifest=manifest, write_html=j.html)
+    loc.write_text(verdict_junit(str(done.summary.get("run_id")), done.verdict,
+                                 done.summary["verify_seconds"]), "report", "junit.xml")
+    return VerifyResult(done.summary, done.verdict, done.report_dir)
 
 
-class _Background:
-    """fn() in a thread of its own, its Spark jobs tagged so they can be cancelled.
-    PySpark pins each Python thread to a JVM thread, so the tag set in the thread
-    marks that thread's jobs only."""
-
-    def __init__(self, spark, tag: str, fn):
-
-        self.spark, self.tag, self.done = spark, tag, threading.Event()
-        self.value: Any = None
-        self.error: BaseException | None = None
-
-        def run():
-            try:
-                spark.sparkContext.addJobTag(tag)
-                self.value = fn()
-            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
-                self.error = e
-            finally:
-                self.done.set()
-        threading.Thread(target=run, name=tag, daemon=True).start()
-
-    def result(self):
-        self.done.wait()
-        if self.error is not None:
-            raise self.error
-        return self.value
-
-    def cancel(self, within_s: float = 60.0) -> None:
-        """Cancel its jobs until it stops (it may start another between two checks)."""
-        deadline = time.monotonic() + within_s
-        while not self.done.is_set() and time.monotonic() < deadline:
-            self.spark.sparkContext.cancelJobsWithTag(self.tag)
-            self.done.wait(0.2)
-
-
-def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunConfig,
-                   samples: dict, write_html: bool) -> None:
-
-    loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
-                   "report", "summary.json")
-    loc.write_text(verdict_junit(str(summary.get("run_id")), verdict,
-                             summary["verify_seconds"]), "report", "junit.xml")
-    if not write_html:
-        return
+def _read_manifest(loc: RunLocation) -> tuple[dict | None, list[str]]:
+    text = loc.read_text("manifest.json")
+    if text is None:
+        return None, ["no manifest.json: versions and cluster spec unknown"]
     try:
-        page = render_report(summary, cfg.scenario, cfg.manifest, samples)
-    except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug
-        page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
-                "<h1>report could not be rendered</h1><pre>"
-                + traceback.format_exc().replace("&", "&amp;").replace("<", "&lt;")
-                + "</pre><pre>" + json.dumps(summary, indent=2, default=str)
-                .replace("&", "&amp;").replace("<", "&lt;") + "</pre>")
-    loc.write_text(page, "report", "index.html")
+        doc = json.loads(text)
+    except ValueError as e:
+        return None, [f"manifest.json is not valid JSON ({e}); ignored"]
+    if not isinstance(doc, dict):
+        return None, ["manifest.json is not a mapping; ignored"]
+    return doc, []

@@ -182,11 +182,15 @@ def test_verify_command_missing_run_dir(tmp_path, capsys):
 def test_verify_judges_a_stored_run_at_its_own_unavailability_threshold(tmp_path):
     """`harness verify RUN_DIR` reads the threshold the run was made with
     (report.unavailability_threshold_s in its resolved scenario.yaml), not a default."""
-    from harness.scenario import load_scenario, load_stored
-    from verifiers.verify import threshold_of
+    from harness.run_judge import stored_judgement
+    from harness.scenario import load_scenario
 
     stored = tmp_path / "scenario.yaml"
     stored.write_text(load_scenario("quick", ("report.unavailability_threshold_s=5",)).to_yaml())
-    assert threshold_of(load_stored(stored)[0]) == 5.0
+    j = stored_judgement(str(tmp_path))
+    assert (j.threshold_s, j.threshold_us) == (5.0, 5_000_000)
+    assert j.scenario_doc["name"] == "quick" and j.facts["durable"] is not None
     stored.write_text("not: [a scenario")
-    assert threshold_of(load_stored(stored)[0]) == 1.0
+    j = stored_judgement(str(tmp_path))
+    assert j.threshold_s == 1.0 and j.facts["durable"] is None
+    assert j.fact_sources["durable"].startswith("unknown: scenario.yaml is not a valid scenario")

@@ -14,8 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 from histories import T0, History
 
-from spark_reports.kinds import NAMES as KINDS
+from families import NAMES as KINDS
+from families import by_name
 from verifiers.expectations import ExpectationSet, parse_expectation
+from verifiers.judgement import Judgement
+
+NO_HTML = Judgement.without_model("unknown: a synthetic history", html=False)
 
 pytestmark = pytest.mark.spark
 
@@ -437,7 +441,8 @@ def verified(tmp_path_factory, request):
             h.close()
             exps = ExpectationSet(tuple(parse_expectation(s)
                                         for s in ("lost == 0", "skipped == 0")))
-            verify_run(str(run), expect=exps, spark=request.getfixturevalue("spark"))
+            verify_run(str(run), Judgement.without_model("unknown: a casebook").with_expectations(exps),
+                       spark=request.getfixturevalue("spark"))
     return shared / "run", json.loads(done.read_text())
 
 
@@ -450,7 +455,7 @@ def counts_for(run, topic: str) -> dict[str, int]:
     out = {}
     for kind in KINDS:
         rows = pq.read_table(run / "report" / "anomalies" / kind)
-        out[kind] = count(rows.filter(pc.equal(rows[TOPIC_COL[kind]], topic)), kind)
+        out[kind] = count(rows.filter(pc.equal(rows[TOPIC_COL[kind]], topic)), by_name(kind))
     return out
 
 
@@ -625,7 +630,7 @@ def test_fault_windows_without_the_plain_test_give_the_same_metrics(verified, sp
     assert summary["metrics"]["fault_windows"] and summary["metrics"]["recovery"]
     shutil.copytree(run / "history", tmp_path / "history")
     monkeypatch.setattr(metrics, "PLAIN_TESTS_MAX", 0)
-    again = verify_run(str(tmp_path), spark=spark, write_html=False)
+    again = verify_run(str(tmp_path), NO_HTML, spark=spark)
     assert again.summary["metrics"] == summary["metrics"]
 
 
@@ -641,7 +646,7 @@ def test_kinds_written_by_spark_are_counted_and_explained_alike(verified, spark,
     run, summary = verified
     shutil.copytree(run / "history", tmp_path / "history")
     monkeypatch.setattr(out, "DRIVER_WRITE_MAX_ROWS", 1)
-    again = verify_run(str(tmp_path), spark=spark, write_html=False).summary
+    again = verify_run(str(tmp_path), NO_HTML, spark=spark).summary
     for key in ("anomalies", "anomalies_by_fault", "anomaly_explanations"):
         assert again[key] == summary[key], key
     for topic in EXPECTED:
@@ -659,7 +664,7 @@ def test_a_kind_without_rows_is_written_with_the_columns_of_one_with_rows(verifi
     h = History(tmp_path / "clean")
     clean(h, "clean")
     h.close()
-    passing = verify_run(str(tmp_path / "clean"), spark=spark, write_html=False).summary
+    passing = verify_run(str(tmp_path / "clean"), NO_HTML, spark=spark).summary
     assert not any(passing["anomalies"].values())
 
     def schema(run_dir, kind):

@@ -1,8 +1,9 @@
-"""The views every anomaly rule reads: the spec's counting rules, in Spark.
+"""The records family's views, which every anomaly rule reads (the transactions
+family's too): the spec's counting rules, in Spark.
 
 One flow for every history. Four intermediate views carry the rules; each is
 computed once and written as Parquet under report/_views/ (removed at the
-end), then read back: measured at 10 M records, writing the per-record view
+end; spark_reports/scratch.py), then read back: measured at 10 M records, writing the per-record view
 took 23 s where persisting it in Spark's cache (MEMORY_AND_DISK) took 99 s.
 
 - `records`  one row per record_id, produced ⟗ consumed: status, transaction,
@@ -15,8 +16,8 @@ took 23 s where persisting it in Spark's cache (MEMORY_AND_DISK) took 99 s.
 - `poll`     the judged `run` deliveries (poll_seq and assignment known) that went
              back or jumped, with the highest offset received before them.
 
-Each anomaly kind is one function of spark_reports/anomalies.py, named after
-its row in the spec. The big aggregations use fixed-width buffers (longs,
+Each anomaly kind is one function of its family's checker (families/*/checker.py),
+named after its row in the spec. The big aggregations use fixed-width buffers (longs,
 64-bit hashes), which Spark runs as hash aggregations, except the per-record
 position minimum (a struct; see _per_record).
 
@@ -37,11 +38,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pyspark.sql import DataFrame, Observation, Window
+from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
-from pyspark.sql import types as T
-
-from spark_reports.storage import RunLocation
 
 PRODUCED_COLS = ("record_id", "producer", "seq", "key", "topic", "partition", "offset",
                  "status", "error", "send_ts_us", "ack_ts_us", "txn_id", "txn_seq", "txn_outcome",
@@ -64,37 +62,6 @@ class Views:
     # them, deliveries that went back, offsets jumped over; plus the run's first
     # send and last send-or-ack.
     sizes: dict
-
-
-class Scratch:
-    """Where the views are written: report/_views/<name>/, removed by `remove`."""
-
-    def __init__(self, spark, loc: RunLocation):
-        self.spark, self.loc = spark, loc
-
-    def materialize(self, name: str, df: DataFrame, observe: dict | None = None
-                    ) -> tuple[DataFrame, dict]:
-        """Write df, read it back; `observe` (name -> aggregate Column over df's
-        columns) is computed during the write itself."""
-        path = self.loc.spark_path("report", "_views", name)
-        obs = None
-        if observe:
-            obs = Observation(name)
-            df = df.observe(obs, *[c.alias(k) for k, c in observe.items()])
-        # Scratch is read back once or twice and then removed: Parquet's dictionary
-        # encoding (tried on every column, then dropped for near-unique ones) cost
-        # 8 of 53 CPU-s writing the 10 M-row records view; LZ4 reads back faster
-        # than the default Snappy (benchmarks/RESULTS.md).
-        (df.write.mode("overwrite").option("parquet.enable.dictionary", "false")
-         .option("compression", "lz4_raw").parquet(path))
-        # read back with the schema it was written with (as a file source reads it,
-        # nullable), so no footer is read to infer it
-        schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema])
-        return self.spark.read.schema(schema).parquet(path), (dict(obs.get) if obs else {})
-
-    def remove(self) -> None:
-        if self.loc.exists("report", "_views"):
-            self.loc.fs.delete_dir(self.loc.path("report", "_views"))
 
 
 # Every big aggregation here is preceded by an explicit repartition on (a subset of)

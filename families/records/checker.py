@@ -1,12 +1,13 @@
-"""Every anomaly kind of the spec, one function each, named after its row.
+"""The records family's checker: each of its anomaly kinds, one function each,
+named after its row in the spec.
 
 Each function returns the kind's offending rows (a DataFrame, not yet
-computed); spark_reports/kinds.py lists every kind with its function, and
+computed); families/records/kinds.py lists every kind with its function, and
 write_anomalies (spark_reports/anomaly_output.py) writes the rows to
 report/anomalies/<kind>/ and counts them by the kind's counting rule, from what
 was written, so summary.json and the Parquet cannot disagree.
 
-Most kinds are filters of one view (spark_reports/reconcile.py). The kinds that
+Most kinds are filters of one view (families/records/views.py). The kinds that
 need rows of the consumed table (every delivery of a duplicate, every delivery
 at a divergent offset, what was read at an overwritten record's offset, what
 the drain saw where a group skipped or a consumer jumped) share **one** scan of
@@ -22,8 +23,7 @@ from functools import reduce
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 
-from spark_reports.reconcile import (
-    ABORTED_READ,
+from families.records.views import (
     ACKED_AT,
     AT_OWN_OFFSET,
     CONSUMED,
@@ -60,7 +60,7 @@ class Inputs:
         return self._memo[name]
 
 
-def _unless_none(x: Inputs, kind: str, rows: int, df: DataFrame) -> DataFrame:
+def unless_none(x: Inputs, kind: str, rows: int, df: DataFrame) -> DataFrame:
     """df, or (when its key set is known to be empty) the same columns and no rows,
     planned as an empty relation: no scan; the kind is then in x.no_rows, so its
     (empty) file is written from its schema, with no Spark job."""
@@ -75,14 +75,14 @@ def _unless_none(x: Inputs, kind: str, rows: int, df: DataFrame) -> DataFrame:
 def lost(x: Inputs) -> DataFrame:
     """lost: an `acked` record never consumed in any phase (by any consumer)
     (reconcile.LOST)."""
-    return _unless_none(x, "lost", x.views.sizes["lost"],
+    return unless_none(x, "lost", x.views.sizes["lost"],
                         x.views.records.where(LOST()).select(*PRODUCED_COLS))
 
 
 def recovered(x: Inputs) -> DataFrame:
     """recovered: an `indeterminate` record that was consumed (counted, never a
     violation) (reconcile.RECOVERED)."""
-    return _unless_none(x, "recovered", x.views.sizes["recovered"], x.views.records.where(
+    return unless_none(x, "recovered", x.views.sizes["recovered"], x.views.records.where(
         RECOVERED()).select(*PRODUCED_COLS, *POS_COLS, "deliveries"))
 
 
@@ -91,77 +91,11 @@ def unexpected(x: Inputs) -> DataFrame:
     a transaction (records of aborted transactions are judged by aborted_read
     alone) (reconcile.UNEXPECTED). Rows with a null record_id are not counted here
     (consumed_foreign)."""
-    return _unless_none(x, "unexpected", x.views.sizes["unexpected"], x.views.records.where(
+    return unless_none(x, "unexpected", x.views.sizes["unexpected"], x.views.records.where(
         UNEXPECTED()).select(
         F.when(F.col("producer").isNull(), F.lit("never sent"))
         .otherwise(F.lit("failed outside a transaction")).alias("reason"),
         *PRODUCED_COLS, *POS_COLS, "deliveries"))
-
-
-def aborted_read(x: Inputs) -> DataFrame:
-    """aborted_read: a `read_committed` consumer saw a record whose txn_outcome is
-    `aborted` (reconcile.ABORTED_READ)."""
-    return _unless_none(x, "aborted_read", x.views.sizes["aborted_read"], x.views.records.where(
-        ABORTED_READ()).select(*PRODUCED_COLS, *POS_COLS))
-
-
-TXN_KEY = ("producer", "txn_seq")
-_LOG_AT = ("producer", "pos_topic", "pos_partition", "pos_offset")
-
-
-def torn_transaction(x: Inputs) -> DataFrame:
-    """torn_transaction: a transaction that was not all-or-nothing: a `committed` one of
-    which some records were consumed (in any phase) and some never were, or an `aborted`
-    one of which a read_committed consumer saw some records but not all (wholly seen, it
-    is aborted_read alone). Counted: distinct (producer, txn_seq). Every record of such a
-    transaction is a row (`visible`: in the part that was seen); an aborted record that
-    was seen names the transaction that committed it: its producer's next record in that
-    partition's log (`committed_with_txn`, at `committed_with_offset`)."""
-    sizes = x.views.sizes
-    visible = F.coalesce(F.when(F.col("txn_outcome") == "committed", CONSUMED())
-                         .otherwise(F.col("read_committed_seen") == 1), F.lit(False))
-    txn = Window.partitionBy(*TXN_KEY)
-    rows = (x.views.records.where(F.col("txn_seq").isNotNull()
-                                  & F.col("txn_outcome").isin("committed", "aborted"))
-            .select(*PRODUCED_COLS, *POS_COLS, visible.alias("visible"))
-            .withColumn("txn_records", F.count(F.lit(1)).over(txn))
-            .withColumn("txn_visible", F.sum(F.col("visible").cast("long")).over(txn))
-            .where((F.col("txn_visible") > 0) & (F.col("txn_visible") < F.col("txn_records"))))
-    n = sizes["aborted_read"] + sizes["unseen_committed"]  # a torn one has one or the other
-    if not n:
-        return _unless_none(x, "torn_transaction", 0, rows.withColumns(
-            {"committed_with_txn": F.lit(None).cast("long"),
-             "committed_with_offset": F.lit(None).cast("long"),
-             "explanation": F.lit(None).cast("string")}))
-    seen_aborted = rows.where(F.col("visible") & (F.col("txn_outcome") == "aborted"))
-    later = (x.views.records.where(CONSUMED() & (F.col("txn_outcome") == "committed"))
-             .select(*_LOG_AT[:3], F.col("pos_offset").alias("o"), F.col("txn_seq").alias("t"))
-             .join(small(seen_aborted.select(*_LOG_AT).distinct(), sizes["aborted_read"]),
-                   list(_LOG_AT[:3]))
-             .where(F.col("o") > F.col("pos_offset"))
-             .groupBy(*_LOG_AT).agg(F.min(F.struct("o", "t")).alias("next")))
-    return rows.join(later, list(_LOG_AT), "left").select(
-        *rows.columns, F.col("next.t").alias("committed_with_txn"),
-        F.col("next.o").alias("committed_with_offset"), _torn_words())
-
-
-def _torn_words() -> F.Column:
-    """The row in words: "record p0-12 of aborted transaction 57 was committed with
-    transaction 58 at t-2 offset 345" (the offending part; null for the rest)."""
-    rid, seq = F.col("record_id"), F.col("txn_seq")
-    at = F.format_string("%s-%d offset %d", "pos_topic", "pos_partition", "pos_offset")
-    aborted_seen = F.when(
-        F.col("committed_with_txn").isNotNull(),
-        F.format_string("record %s of aborted transaction %d was committed with transaction "
-                        "%d at %s", rid, seq, F.col("committed_with_txn"), at)).otherwise(
-        F.format_string("record %s of aborted transaction %d is visible to read_committed "
-                        "at %s", rid, seq, at))
-    missing = F.format_string("record %s of committed transaction %d was never consumed "
-                              "(%d of its %d records were)", rid, seq, F.col("txn_visible"),
-                              F.col("txn_records"))
-    aborted = F.col("txn_outcome") == "aborted"
-    return (F.when(aborted & F.col("visible"), aborted_seen)
-            .when(~aborted & ~F.col("visible"), missing).alias("explanation"))
 
 
 def reordered(x: Inputs) -> DataFrame:
@@ -180,7 +114,7 @@ def reordered(x: Inputs) -> DataFrame:
 def redelivered(x: Inputs) -> DataFrame:
     """redelivered: the same (partition, offset) delivered more than once to one group
     in `run` (counted: k − 1 extra deliveries for a position delivered k times)."""
-    return _unless_none(x, "redelivered", x.views.sizes["redelivered"], x.views.groups.where(
+    return unless_none(x, "redelivered", x.views.sizes["redelivered"], x.views.groups.where(
         F.col("deliveries") > 1).select(
         "group_id", *OFFSET, "deliveries", (F.col("deliveries") - 1).alias("extra_deliveries"),
         "first_recv_us"))
@@ -193,7 +127,7 @@ def duplicate(x: Inputs) -> DataFrame:
     offset); every delivery of it is a row."""
     n = x.views.sizes["duplicate_ids"]
     dup = _duplicate_ids(x)
-    return _unless_none(x, "duplicate", n, x.once("watched", _watched).join(
+    return unless_none(x, "duplicate", n, x.once("watched", _watched).join(
         small(dup, n), "record_id").select(
         "record_id", "producer", "seq", "status", "ack_ts_us", "acked_by", "n_positions", *OFFSET,
         "consumer", "group_id", "phase", "recv_ts_us", "leader_epoch"))
@@ -203,7 +137,7 @@ def divergent(x: Inputs) -> DataFrame:
     """divergent: two consumers saw different record_ids at the same (topic,
     partition, offset); every delivery there is a row."""
     n = x.views.sizes["divergent_offsets"]
-    return _unless_none(x, "divergent", n, _with_ack(x, x.once("watched", _watched).join(
+    return unless_none(x, "divergent", n, _with_ack(x, x.once("watched", _watched).join(
         small(_divergent_at(x), n), list(OFFSET)).select(
         *OFFSET, "record_id", "consumer", "group_id", "phase", "isolation", "recv_ts_us"),
         "record_id", n))
@@ -214,7 +148,7 @@ def overwritten(x: Inputs) -> DataFrame:
     harness did not write) was consumed at that offset; one row per (record, other
     delivery there)."""
     candidates, n = x.once("candidates", _overwrite_candidates)
-    return _unless_none(x, "overwritten", n, (
+    return unless_none(x, "overwritten", n, (
         x.once("watched", _watched)
         .select(*OFFSET, F.col("record_id").alias("consumed_record_id"),
                 F.col("consumer").alias("consumed_by"),
@@ -242,7 +176,7 @@ def skipped(x: Inputs) -> DataFrame:
     group_rc = x.consumed.sparkSession.createDataFrame(
         [(g, True) for g in sorted(x.read_committed_groups)],
         "group_id string, group_read_committed boolean")
-    return _unless_none(x, "skipped", n, _with_ack(
+    return unless_none(x, "skipped", n, _with_ack(
         x, rows.join(aborted, "drain_record_id", "left")
         .join(F.broadcast(group_rc), "group_id", "left")
         .where(~(F.coalesce("drain_record_aborted", F.lit(False))
@@ -273,7 +207,7 @@ def poll_skip(x: Inputs) -> DataFrame:
     aborted = _aborted(x, rows.select("drain_record_id"), n)
     allowed = ~(F.coalesce("drain_record_aborted", F.lit(False))
                 & (F.col("isolation") == "read_committed"))
-    return _unless_none(x, "poll_skip", n, _with_ack(
+    return unless_none(x, "poll_skip", n, _with_ack(
         x, rows.join(aborted, "drain_record_id", "left").where(allowed)
         .select("consumer", "group_id", "assignment", *OFFSET, "isolation",
                 "jumped_from", "jumped_to", "drain_record_id"),
@@ -287,7 +221,7 @@ def nonmonotonic_poll(x: Inputs) -> DataFrame:
     poll_seq). Counted: every such delivery. Rows with a null poll_seq or assignment
     are not judged (summary: poll_checks.left_out)."""
     went_back = x.views.sizes["went_back"]
-    return _unless_none(x, "nonmonotonic_poll", went_back, _with_ack(x, x.views.poll.where(
+    return unless_none(x, "nonmonotonic_poll", went_back, _with_ack(x, x.views.poll.where(
         F.col("offset") <= F.col("earlier_max_offset")).select(
         "consumer", "group_id", "assignment", *OFFSET, "poll_seq", "earlier_max_offset",
         "record_id", "recv_ts_us"), "record_id", went_back))

@@ -1,0 +1,58 @@
+"""What a workload family is: one delivery path, owned end to end.
+
+A family owns its scenario section (a typed model with its own rules and facts), its
+client processes, the history tables they write, its checker (Spark queries over the
+history that return rows per anomaly kind), its kinds, and its words for the report.
+The runner starts the families a scenario names; the judge composes their checkers
+(spark_reports/pipeline.py); the report shows each family's section. Adding one is
+one package beside the others and one line in families/__init__.py.
+
+A kind is everything the harness says or does about one anomaly: the function that
+finds its rows, how they are counted (the spec's counting rule), the rule and the
+words the report prints, the expectation every run checks unless told otherwise,
+whether a count above zero is bad news, and how the leadership plot marks it.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Kind:
+    name: str
+    rows: Callable                      # Inputs -> DataFrame of its offending rows
+    # how its written rows are counted: ("distinct", keys), ("sum", (column,)), ("rows", ())
+    count_by: tuple[str, tuple[str, ...]]
+    rule: str                           # the spec's definition, as the report shows it
+    words: str                          # "<n> {words}", with {tp} the topic-partition
+    default: str | None = None          # the expectation every run checks by default
+    bad: bool = True                    # a count above zero is an anomaly, not a cost
+    mark: tuple[str, str] | None = None  # (colour, marker) on the leadership plot
+
+
+def distinct(*keys: str) -> tuple[str, tuple[str, ...]]:
+    return ("distinct", keys)
+
+
+@dataclass(frozen=True)
+class Family:
+    """One delivery path. `section` is the scenario's typed workload section (a
+    families.records.section.Workload); each callable reads only what it owns."""
+    name: str
+    title: str                                   # its heading in the report
+    kinds: tuple[Kind, ...]
+    # whether a scenario's workload section names this family (the runner starts, and
+    # the judge checks, only those)
+    named_by: Callable[[Any], bool]
+    # its facts (name -> bool | None) from the section, and what each means
+    facts: Callable[[Any], dict[str, bool | None]] = lambda section: {}
+    fact_docs: dict[str, str] = field(default_factory=dict)
+    # its clients, started side by side as one context manager: (ctx, section) -> cm;
+    # None when its clients are another family's (a transactional producer is a
+    # producer of the records family, in its transactional mode)
+    start: Callable[[Any, Any], AbstractContextManager] | None = None
+    # its section of the report in words: summary -> lines (none: nothing to add)
+    words: Callable[[dict], list[str]] = lambda summary: []

@@ -1,0 +1,23 @@
+"""The records family: producers (ours and Kafka's Java VerifiableProducer), consumer
+groups (ours and Kafka's VerifiableConsumer) and the final drain; the history's
+produced, consumed and commits tables; the checker over the records views
+(views.py, checker.py); its kinds (kinds.py); its section (section.py); its clients
+(clients.py)."""
+from __future__ import annotations
+
+from families.base import Family
+from families.records import section
+from families.records.kinds import KINDS
+
+
+def _start(ctx, workload):
+    from families.records.clients import Workloads  # the clients' imports: only a live run's
+    return Workloads(ctx, workload)
+
+
+FAMILY = Family(
+    name="records", title="Records: producers, consumer groups and the drain",
+    kinds=KINDS,
+    # every scenario has producers (the builder refuses one without)
+    named_by=lambda workload: True,
+    facts=section.facts, fact_docs=section.FACT_DOCS, start=_start)

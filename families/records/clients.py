@@ -1,0 +1,120 @@
+"""The records family's clients: consumer groups, producers (transactional ones too:
+workloads/transactional.py) and Kafka's Java clients, started and stopped side by side.
+
+`Workloads` is entered by the runner's workloads-start phase on the run's finalizers;
+its finalizer stops everything it started: gracefully on the normal path (the
+workloads-stop phase: producers end their duration, consumers catch up), quickly
+when the run was interrupted or failed.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from core.context import RunContext
+from core.errors import HarnessError
+from core.history import WORKLOAD_DIED
+from families.records.section import Workload
+from workloads.consumer import ConsumerGroup
+from workloads.history_tail import HistoryTail
+from workloads.java_clients import run_java_consumer, run_java_producer
+from workloads.producer_churn import start_producer
+
+DELIVERY_SLACK_S = 30.0
+CATCH_UP_QUIET_S = 3.0       # consumers are caught up once they read nothing new this long
+CATCH_UP_MAX_S = 30.0
+
+
+class Workloads:
+    def __init__(self, ctx: RunContext, workload: "Workload"):
+        self.ctx, self.spec = ctx, workload
+        self.producers: list = []
+        self.groups: list = []
+        self.java: list[threading.Thread] = []
+        self.java_stop = threading.Event()
+        self.started_at: float | None = None
+        self.stopped = False
+
+    # -- made --------------------------------------------------------------------
+    def __enter__(self) -> "Workloads":
+        ctx, w = self.ctx, self.spec
+        ctx.events.emit("phase", "load-start")
+        self.started_at = time.monotonic()
+        for spec in w.consumers:
+            self.groups.append(ConsumerGroup(spec, ctx).start())
+        for spec in w.producers:
+            self.producers.append(start_producer(spec, ctx, w.clients_version))
+        for spec in w.java_producers:
+            self._java(f"java-producer-j{spec.prefix}", self._java_producer, spec)
+        for spec in w.java_consumers:
+            self._java(f"java-consumer-{spec.name}", self._java_consumer, spec)
+        return self
+
+    def _java(self, name: str, fn: Callable, spec) -> None:
+        def body() -> None:
+            try:
+                fn(spec)
+            except Exception as e:  # noqa: BLE001 - reported in the history, the run goes on
+                self.ctx.events.emit("client", WORKLOAD_DIED, name, workload="java",
+                                     error=str(e)[:500])
+        t = threading.Thread(target=body, name=name, daemon=True)
+        t.start()
+        self.java.append(t)
+
+    def _java_producer(self, spec) -> None:
+        run_java_producer(self.ctx, topic=spec.topic, max_messages=spec.max_messages,
+                          prefix=spec.prefix, acks=spec.acks, throughput=spec.throughput,
+                          config=spec.config, should_stop=self.java_stop.is_set,
+                          timeout_s=self.spec.duration_s + 120,
+                          clients_version=self.spec.clients_version)
+
+    def _java_consumer(self, spec) -> None:
+        run_java_consumer(self.ctx, topic=spec.topic, group_id=spec.group_id, name=spec.name,
+                          isolation=spec.isolation, auto_commit=spec.auto_commit,
+                          config=spec.config, should_stop=self.java_stop.is_set,
+                          timeout_s=self.spec.duration_s + 600,
+                          clients_version=self.spec.clients_version)
+
+    def check(self) -> None:
+        """A producer that ended with an error before the load began: nothing to judge."""
+        for p in self.producers:
+            if p.exitcode not in (None, 0):
+                raise HarnessError(f"producer {p.spec.name} exited with {p.exitcode} "
+                                   f"(its events are in the run's history)")
+
+    # -- removed -----------------------------------------------------------------
+    def __exit__(self, *exc) -> None:
+        self.stop(graceful=False)
+
+    def stop(self, graceful: bool) -> None:
+        """Graceful: producers end their duration, consumers catch up; quick otherwise.
+        Idempotent: an interrupted stop is run again by the teardown."""
+        if graceful and self.started_at is not None:
+            for p in self.producers:
+                left = self.started_at + self.spec.duration_s - time.monotonic()
+                if not p.wait(max(0.0, left) + p.spec.delivery_timeout_ms / 1000 + DELIVERY_SLACK_S):
+                    p.stop()
+        for p in self.producers:
+            if p.result is None:
+                p.stop(timeout=None if graceful else 10.0)
+        if graceful and self.groups:
+            self._catch_up()
+        self.java_stop.set()
+        for g in self.groups:
+            g.stop(timeout=30.0 if graceful else 10.0)
+        for t in self.java:
+            t.join(60.0 if graceful else 35.0)
+        if not self.stopped and self.ctx.events is not None:
+            self.ctx.events.emit("phase", "load-end")
+        self.stopped = True
+
+    def _catch_up(self) -> None:
+        tail = HistoryTail(self.ctx.run_dir, "consumed", ["offset"])
+        tail.poll()
+        deadline = time.monotonic() + CATCH_UP_MAX_S
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline and time.monotonic() - quiet_since < CATCH_UP_QUIET_S:
+            time.sleep(0.5)
+            if sum(b.num_rows for b in tail.poll()):
+                quiet_since = time.monotonic()

@@ -1,0 +1,367 @@
+"""The reconciler's pipeline: a stored run history in, its summary and report/ out.
+`reconcile` is the one entry point (verifiers/verify.py calls it with the run's
+judgement: the families to check, the threshold, and how to judge the summary).
+
+The flow, the same for every history:
+
+1. validate the history with pyarrow before Spark starts (files, columns, types,
+   enumerated values; spark_reports/validate.py), which also yields the counts;
+2. build the records family's views (families/records/views.py), the offset views in
+   a thread of their own, while a small job checks that no record_id is produced
+   twice (a malformed history);
+3. the metrics (spark_reports/metrics.py) in a thread of their own, beside
+4. every named family's anomaly kinds, one function each (families/*/checker.py),
+   their rows written with their explanation (spark_reports/anomaly_output.py);
+5. what else went wrong (spark_reports/problems.py), the verdict (the caller's
+   `judge`), then summary.json and index.html.
+
+summary["step_seconds"] times each step; `view.offsets` and `view.groups` overlap
+`view.records` (step 2 builds them beside it), the metrics' (`metrics.*`) overlap
+the anomalies', and `metrics_wait` is how long the anomalies then waited.
+
+A malformed history (HistoryInvalid) is judged unknown by the caller; a summary and
+index.html are still written then, saying why.
+"""
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from families import anomaly_frames
+from families.base import Family
+from families.records.checker import Inputs
+from families.records.views import SIDE_COUNTS, build_views, repeated_records
+from spark_reports import metrics as M
+from spark_reports.anomaly_output import write_anomalies
+from spark_reports.isr import isr_by_fault
+from spark_reports.problems import client_fatals, find_problems, workload_deaths
+from spark_reports.report_html import render_report
+from spark_reports.scratch import Scratch
+from spark_reports.session import session_scope
+from spark_reports.storage import RunLocation
+from spark_reports.tables import read_on_driver, read_tables
+from spark_reports.timeline import parse_events
+from spark_reports.validate import HistoryInvalid, check_files, check_values
+
+__all__ = ["HistoryInvalid", "Reconciled", "reconcile"]
+
+
+@dataclass
+class Reconciled:
+    summary: dict            # as written to report/summary.json
+    verdict: Any             # what `judge` returned
+    report_dir: str
+
+
+def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], threshold_s: float,
+              judge: Callable[[dict, str | None], Any], *, spark=None,
+              spark_master: str | None = None, scenario_doc: dict | None = None,
+              manifest: dict | None = None, write_html: bool = True,
+              fault_colours: dict | None = None) -> Reconciled:
+    """Reconcile RUN_DIR's history into `summary` (its config and notes already set by
+    the caller), judge it (judge(summary, why_unknown) -> an object with to_dict(), the
+    verdict: why_unknown is set when the history could not be judged), write
+    report/summary.json and report/index.html."""
+    t0 = time.monotonic()
+    loc = RunLocation.of(run_dir)
+    summary.setdefault("counts", {})
+    summary.setdefault("anomalies", {})
+    summary.setdefault("metrics", {})
+    samples: dict = {}
+    why_unknown = None
+    try:
+        samples = _checked(loc, summary, families, threshold_s, spark, spark_master)
+    except HistoryInvalid as e:
+        why_unknown = str(e)
+    if why_unknown is None and summary["counts"].get("consumed_drain") == 0:
+        why_unknown = ("no consumed rows with phase = 'drain': without the final drain "
+                       "lost, overwritten and skipped cannot be judged (the workload must "
+                       "read every partition from the earliest offset after healing)")
+    verdict = judge(summary, why_unknown)
+    summary["verdict"] = verdict.to_dict()
+    summary["verify_seconds"] = round(time.monotonic() - t0, 3)
+    summary["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    summary = _clean(summary)
+    loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
+                   "report", "summary.json")
+    if write_html:
+        _write_html(loc, summary, scenario_doc, manifest, samples, fault_colours)
+    return Reconciled(summary, verdict, loc.path("report"))
+
+
+def _checked(loc: RunLocation, summary: dict, families, threshold_s: float, spark,
+             spark_master) -> dict:
+    """Validate, then the Spark part; the samples of the anomaly rows for the report."""
+    history = check_files(loc)
+    summary["notes"] += history.notes
+    # enumerated values, counts and names: a few dictionary-encoded columns read by
+    # pyarrow, so a malformed history is refused before Spark starts
+    t_scan = time.monotonic()
+    scanned = check_values(loc, history)
+    summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
+    rows = scanned.counts["sent"] + scanned.counts["consumed"]
+    with session_scope(spark_master, spark, history_rows=rows) as session:
+        if spark is None:
+            session.conf.set("spark.sql.shuffle.partitions",
+                             str(_shuffle_partitions(loc, history)))
+        return _reconcile(session, loc, history, scanned, summary, families, threshold_s)
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe: no NaN/inf (→ null), tuples → lists."""
+    if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples: dict,
+                fault_colours) -> None:
+    try:
+        page = render_report(summary, scenario_doc, manifest, samples)
+    except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug
+        page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
+                "<h1>report could not be rendered</h1><pre>"
+                + traceback.format_exc().replace("&", "&amp;").replace("<", "&lt;")
+                + "</pre><pre>" + json.dumps(summary, indent=2, default=str)
+                .replace("&", "&amp;").replace("<", "&lt;") + "</pre>")
+    loc.write_text(page, "report", "index.html")
+
+
+def _shuffle_partitions(loc: RunLocation, history) -> int:
+    """About one shuffle partition per 32 MiB of input (AQE coalesces small ones)."""
+    files = history.tables["produced"].files + history.tables["consumed"].files
+    size = sum(i.size or 0 for i in loc.fs.get_file_info(files))
+    return max(4, min(800, size // (32 << 20)))
+
+
+class _Steps:
+    """Seconds per step, kept in summary["step_seconds"] (for benchmarks and slow runs):
+    each the time since the step before, or (`took`, for steps that run beside others)
+    its own."""
+
+    def __init__(self, into: dict):
+        self.into, self.t = into, time.monotonic()
+
+    def __call__(self, name: str) -> None:
+        now = time.monotonic()
+        self.into[name] = round(now - self.t, 3)
+        self.t = now
+
+    def took(self, name: str, seconds: float) -> None:
+        self.into[name] = round(seconds, 3)
+        self.t = time.monotonic()
+
+    def restart(self) -> None:
+        self.t = time.monotonic()
+
+
+def _reconcile(spark, loc, history, scanned, summary, families, threshold):
+    """The views, then the metrics (in a thread of their own) beside the named
+    families' anomaly kinds; the samples of their rows for the report."""
+
+    step = _Steps(summary.setdefault("step_seconds", {}))
+    frames = read_tables(spark, loc, history)
+    if scanned.run_id is not None:
+        summary["run_id"] = scanned.run_id
+    summary["config"]["spark"] = {
+        "version": spark.version, "master": spark.sparkContext.master,
+        "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
+    # a small job, beside the first big aggregation (it fills the cores' idle moments)
+    identity = _Background(spark, "harness-identity", lambda: repeated_records(frames["produced"]))
+    event_rows = read_on_driver(loc, history, "events",
+                                ("ts_us", "kind", "name", "target", "detail"))
+    scratch = Scratch(spark, loc)
+
+    def materialize(name, df, observe=None):
+        t = time.monotonic()
+        out = scratch.materialize(name, df, observe)
+        step.took(f"view.{name}", time.monotonic() - t)
+        return out
+
+    background = [identity]
+
+    def beside(fn):
+        background.append(_Background(spark, "harness-views", fn))
+        return background[-1].result
+
+    try:
+        views = build_views(frames["produced"], frames["consumed"], frames["commits"],
+                            materialize, beside)
+        step.restart()
+        _refuse_repeated(identity.result(), loc)
+        tl = parse_events(event_rows, views.sizes["run_end_us"])
+        # The metrics read only the views: they run beside the anomaly rules' many
+        # small jobs, which leave a core idle at times.
+        metrics = _Background(spark, "harness-metrics", lambda: _metrics(
+            spark, views, tl, frames["consumed"], scanned, threshold))
+        background.append(metrics)
+        x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups)
+        frames = anomaly_frames(x, families)
+        kinds = tuple(k for f in families for k in f.kinds)
+        result = write_anomalies(spark, frames, loc, tl, kinds, step, frozenset(x.no_rows))
+        m = metrics.result()
+        step("metrics_wait")
+    finally:
+        for job in background:      # the anomaly rules failed: stop the others first
+            job.cancel()
+        scratch.remove()
+    _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
+    _summarize_metrics(summary, m, views.sizes, scanned, tl)
+    _summarize_problems(summary, tl, loc)
+    return {"anomalies": result.samples, "columns": result.columns}
+
+
+def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> None:
+    summary["counts"] = {**scanned.counts, **side_counts}
+    summary["anomalies"] = result.counts
+    summary["anomalies_by_fault"] = result.by_fault
+    summary["anomaly_explanations"] = {k: v for k, v in result.explanations.items() if v}
+    summary["poll_checks"] = {"left_out": scanned.counts["consumed_run_unordered"]}
+    if scanned.counts["consumed_run_unordered"]:
+        summary["notes"].append(
+            f"{scanned.counts['consumed_run_unordered']} run deliveries have no poll_seq or "
+            "assignment: poll_skip and nonmonotonic_poll did not judge them")
+
+
+def _summarize_problems(summary: dict, tl, loc) -> None:
+    """Workloads that died (counted: a default expectation) and what else went wrong."""
+    deaths = workload_deaths(tl)
+    summary["counts"]["workload_deaths"] = len(deaths)
+    summary["workload_deaths"] = deaths
+    fatals = client_fatals(tl)
+    summary["counts"]["client_fatals"] = len(fatals)
+    summary["client_fatals"] = fatals
+    summary["problems"] = find_problems(tl, summary, loc)
+
+
+def _refuse_repeated(repeated: int, loc) -> None:
+    if repeated:
+        raise HistoryInvalid([
+            (f"{loc.display(loc.path('history', 'produced'))}: column 'record_id' is not "
+            f"unique: {repeated} row(s) repeat the record_id of another row "
+            "(each record the harness sends gets one produced row)")])
+
+
+def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None:
+    summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})
+    per_sec, unavail, recov = m["per_second"], m["unavailability"], m["recovery"]
+    summary["notes"] += tl.notes
+    active = [s for s in per_sec if s["acked"] or s["sent"]]
+    summary["metrics"] = {
+        **m["latencies"],
+        "unavailability": unavail,
+        "max_unavailability_s": max((w["seconds"] for w in unavail), default=0.0),
+        "recovery": recov,
+        "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
+                           else max((r["seconds"] for r in recov), default=0.0)),
+        "isr": m["isr"],
+        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "label": f.label,
+                           "description": f.description, "target": f.target,
+                           "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
+                           "acked_during": m["acked_during"][i],
+                           **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
+        "throughput": {
+            "seconds_active": len(active),
+            "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
+            "acked_per_s_mean": (sum(s["acked"] for s in active) / len(active)) if active else 0.0,
+            "acked_per_s_max": max((s["acked"] for s in per_sec), default=0),
+        },
+        "per_second": per_sec,
+        "consumer_lag": m["consumer_lag"],
+        "run_start_us": sizes["run_start_us"], "run_end_us": sizes["run_end_us"],
+        "partitions": [f"{t}-{p}" for t, p in scanned.partitions],
+    }
+    summary["timeline"] = {
+        "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
+        "observations": [{"ts_us": o.ts_us, "name": o.name, "target": o.target,
+                          "topic": o.topic, "partition": o.partition, "leader": o.leader,
+                          "isr": list(o.isr) if o.isr is not None else None,
+                          "fault_id": _owner_id(tl, o.ts_us)}
+                         for o in tl.observations],
+        "brokers": {str(k): v for k, v in sorted(tl.broker_names().items())},
+        # when a producer's own idea of a partition's leader changed (client-leader)
+        "client_leaders": [{"ts_us": e.ts_us, "producer": e.target, **e.detail}
+                           for e in tl.clients if e.name == "client-leader"],
+    }
+
+
+def _owner_id(tl, ts_us: int) -> str | None:
+    """The fault a change seen at ts_us belongs to (timeline.Timeline.owner)."""
+    f = tl.owner(ts_us)
+    return f.fault_id if f is not None else None
+
+
+def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
+    """Every metric (spark_reports/metrics.py) from the views, with the seconds each
+    step took."""
+
+    steps: dict = {}
+    step = _Steps(steps)
+    topics, all_parts = sorted(scanned.topics), scanned.partitions
+    threshold_us = int(threshold * 1_000_000)
+    inputs = M.metric_inputs(views.records, topics)
+    hist = M.histograms(inputs, tl, threshold_us)
+    out = {"latencies": M.latencies(hist), "fault_latencies": M.fault_latencies(hist, tl)}
+    step("latency")
+    out["per_second"] = M.per_second(hist, consumed)
+    out["consumer_lag"] = M.consumer_lag(hist, views.groups, topics)
+    step("per_second")
+    out["unavailability"] = M.unavailability(spark, inputs, threshold,
+                                             views.sizes["run_end_us"], hist, all_parts, topics)
+    step("unavailability")
+    touched = M.touched_by_fault(tl, hist, all_parts, topics)
+    for w in out["unavailability"]:
+        w["fault_id"] = M.window_owner(tl, w, threshold_us)
+    out["recovery"] = M.recovery(tl, touched, out["unavailability"], threshold_us)
+    out["isr"] = isr_by_fault(tl, touched)
+    out["acked_during"] = M.acked_during(hist, tl, touched, topics)
+    step("recovery")
+    return {**out, "steps": steps}
+
+
+class _Background:
+    """fn() in a thread of its own, its Spark jobs tagged so they can be cancelled.
+    PySpark pins each Python thread to a JVM thread, so the tag set in the thread
+    marks that thread's jobs only."""
+
+    def __init__(self, spark, tag: str, fn):
+
+        self.spark, self.tag, self.done = spark, tag, threading.Event()
+        self.value: Any = None
+        self.error: BaseException | None = None
+
+        def run():
+            try:
+                spark.sparkContext.addJobTag(tag)
+                self.value = fn()
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
+                self.error = e
+            finally:
+                self.done.set()
+        threading.Thread(target=run, name=tag, daemon=True).start()
+
+    def result(self):
+        self.done.wait()
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+    def cancel(self, within_s: float = 60.0) -> None:
+        """Cancel its jobs until it stops (it may start another between two checks)."""
+        deadline = time.monotonic() + within_s
+        while not self.done.is_set() and time.monotonic() < deadline:
+            self.spark.sparkContext.cancelJobsWithTag(self.tag)
+            self.done.wait(0.2)
+
+

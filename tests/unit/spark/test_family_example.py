@@ -1,0 +1,61 @@
+"""The smallest workload family there can be, to show what adding one takes: one
+package with its kinds and checker (here, defined in the test), and one line in
+families/__init__.py's registry (here, the tuple handed to the pipeline). The
+pipeline composes its checker with the others', writes its rows, counts them by its
+own rule, and the named families decide which checkers run."""
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+from synthetic import SyntheticSpec, generate
+
+from families import FAMILIES
+from families.base import Family, Kind, distinct
+from families.records.checker import POS_COLS, Inputs
+from families.records.views import PRODUCED_COLS
+from spark_reports import pipeline
+from verifiers.judgement import Judgement
+from verifiers.verdict import judge
+
+pytestmark = pytest.mark.spark
+
+
+def late_acks(x: Inputs):
+    """Its checker: acknowledged records whose ack came over 1 ms after the send."""
+    return x.views.records.where(
+        (F.col("status") == "acked") & (F.col("ack_ts_us") - F.col("send_ts_us") > 1_000)
+    ).select(*PRODUCED_COLS, *POS_COLS)
+
+
+TINY = Family(name="tiny", title="Tiny: slow acks", named_by=lambda workload: True,
+              kinds=(Kind("late_ack", late_acks, distinct("record_id"),
+                          "acked more than 1 ms after its send",
+                          "records of {tp} were acknowledged late", bad=False),))
+
+
+def _reconcile(run_dir, families):
+    j = Judgement.without_model("unknown: a synthetic history", html=False)
+    return pipeline.reconcile(
+        str(run_dir), {"notes": [], "config": {}}, families, j.threshold_s,
+        lambda s, why: judge(s, j.expectations, j.facts, j.fact_sources), spark=_reconcile.spark,
+        write_html=False).summary
+
+
+def test_a_new_family_is_its_package_and_one_registry_line(tmp_path, spark):
+    generate(tmp_path, SyntheticSpec(records=2000, producers=2, partitions=2, rate_per_s=500,
+                                     inject={"lost": 3}, seed=5))
+    _reconcile.spark = spark
+    with_tiny = _reconcile(tmp_path, (*FAMILIES, TINY))
+    import pyarrow.parquet as pq
+    produced = pq.read_table(tmp_path / "history" / "produced").to_pylist()
+    late = {r["record_id"] for r in produced
+            if r["status"] == "acked" and r["ack_ts_us"] - r["send_ts_us"] > 1_000}
+    assert with_tiny["anomalies"]["late_ack"] == len(late) > 0
+    assert (tmp_path / "report" / "anomalies" / "late_ack").is_dir()
+    # the other families' kinds are counted as before, beside it
+    assert with_tiny["anomalies"]["lost"] == 3
+    # a family not named is not checked: the records family alone has no transactions' kinds
+    records_only = _reconcile(tmp_path, FAMILIES[:1])
+    assert "late_ack" not in records_only["anomalies"]
+    assert "torn_transaction" not in records_only["anomalies"]
+    assert records_only["anomalies"]["lost"] == 3
