@@ -50,6 +50,7 @@ from typing import Any
 import yaml
 
 from core.errors import HarnessError
+from faults.catalog import fault_colours  # issue 34: the kinds' plot colours, for the report
 from spark_reports import metrics as M
 from spark_reports.anomalies import Inputs
 from spark_reports.anomaly_output import write_anomalies
@@ -456,7 +457,7 @@ def _write_outputs(loc: RunLocation, summary: dict, verdict: Verdict, cfg: RunCo
     if not write_html:
         return
     try:
-        page = render_report(summary, cfg.scenario, cfg.manifest, samples)
+        page = render_report(summary, cfg.scenario, cfg.manifest, samples, fault_colours=fault_colours())  # issue 34
     except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug
         page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
                 "<h1>report could not be rendered</h1><pre>"
