@@ -5,6 +5,11 @@ with the same detail when healed.
 A fault is `name` + `inject(ctx)` + `heal(ctx)`. `heal` is idempotent and must
 be safe for a fault whose `inject` failed half-way, so `inject` registers the
 fault as active *before* it touches anything. Faults never touch data.
+
+Its rows carry it in words for people reading a report (`description`: "kafka-2 cut
+off from every other node; clients still reach it"), written by its `words`: its
+kind's (faults/catalog.py sets them on every fault a kind builds), else its name and
+targets.
 """
 from __future__ import annotations
 
@@ -21,7 +26,6 @@ from clusters.api import Cluster, Node
 from clusters.coordinator import find_coordinator
 from clusters.kafka_wire import WireSecurity
 from core.history import EventLog, now_us
-from faults.words import describe
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +90,19 @@ def target_names(nodes: list[Node]) -> str:
     return ",".join(n.name for n in nodes)
 
 
+# A fault in one clause, from its name, its target node names and its detail.
+Words = Callable[[str, list[str], dict[str, Any]], str]
+
+
+def nodes_in_words(names: list[str]) -> str:
+    return ", ".join(names) if names else "no node"
+
+
+def name_and_targets(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    """The words of a fault whose kind has none of its own: "exec on kafka-1"."""
+    return f"{name} on {nodes_in_words(names)}"
+
+
 class BaseFault:
     """Shared bookkeeping. Subclasses implement `_inject` and `_heal`, and put
     what the reconciler or a person needs to know into `self.detail`.
@@ -113,6 +130,8 @@ class BaseFault:
         # The scenario's name for this fault ("timeline[1] partition"), set by whoever
         # planned it; the report calls the fault so.
         self.label: str | None = None
+        # What its rows say it did (`description`); its kind sets its own.
+        self.words: Words = name_and_targets
 
     # -- protocol --------------------------------------------------------
     def inject(self, ctx: FaultContext) -> None:
@@ -164,7 +183,7 @@ class BaseFault:
 
     def _event_detail(self) -> dict[str, Any]:
         return {"fault_id": self.fault_id, **self.detail, "label": self.label or self.name,
-                "description": describe(self.name, [n.name for n in self.targets], self.detail)}
+                "description": self.words(self.name, [n.name for n in self.targets], self.detail)}
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name} {self.fault_id or 'not injected'}>"

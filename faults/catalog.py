@@ -1,13 +1,16 @@
-"""Every fault in `faults/` by name: a kind, a target selector and typed params.
+"""Every kind of fault by name, each one object: a kind, a target selector and typed params.
 
     fault = make_fault("kill", {"leader_of": {"topic": "orders", "partition": 3}}, None,
                        where="faults[0]")
 
-`KINDS` maps a kind name to a `FaultKind`: a one-line summary, a pydantic
-params model (frozen, no unknown keys), whether it takes a target, what the
-cluster must offer (`needs`) and how to build the fault. `make_fault` and
-`validate_fault` turn bad input into `SpecError`s naming the field
-(`<where>.fault`, `<where>.target…`, `<where>.params.<field>`) and what is
+`KINDS` maps a kind name to a `FaultKind`, all there is to know of the kind: a
+one-line summary, a pydantic params model (frozen, no unknown keys), whether it
+takes a target, the fault it builds (its class does the inject and heal), what the
+cluster must offer (`needs`, faults/needs.py), the names its faults carry in the
+history, its words for the report, its plot colour, and why a cluster the harness did
+not start, or a secured one, refuses it. A new kind is one `FaultKind` given to
+`register`. `make_fault` and `validate_fault` turn bad input into `SpecError`s naming
+the field (`<where>.fault`, `<where>.target…`, `<where>.params.<field>`) and what is
 allowed; `validate_fault` builds nothing, so a scenario is checked before any
 container exists.
 
@@ -30,26 +33,26 @@ from clusters.upgrade_paths import UpgradeRefused, check_pair
 from clusters.versions import resolve_version
 from core.errors import SpecError
 from faults import network, toxics
-from faults.base import BaseFault, FaultContext
-from faults.controller import ControllerFailover
-from faults.disk import DiskFull, UnwritableLogDir
+from faults.base import BaseFault, FaultContext, Words, name_and_targets
+from faults.controller import METHODS as FAILOVER_METHODS
+from faults.controller import ControllerFailover, controller_words
+from faults.disk import DiskFull, UnwritableLogDir, disk_full_words, unwritable_words
 from faults.exec import ExecParams, build_exec, check_templates
-from faults.migration import ZkMigration
-from faults.pause import DOCKER, SIGSTOP, Pause
-from faults.process import CLEAN, HARD, Bounce, Kill
+from faults.migration import ZkMigration, migration_words
+from faults.needs import DYNAMIC_QUORUM, REPLACEABLE, TOXIPROXY, TOXIPROXY_REPLICATION, ZOOKEEPER_MODE, Need
+from faults.pause import DOCKER, SIGSTOP, Pause, paused_words
+from faults.process import CLEAN, HARD, Bounce, Kill, bounced_words, stopped_words
 from faults.quorum import ControllerAdd, ControllerRemove
-from faults.rolling import RollingRestart, RollingUpgrade
+from faults.rolling import RollingRestart, RollingUpgrade, restart_words, upgrade_words
 from faults.selectors import (
     Selector,
     all_brokers,
     all_nodes,
     parse_selector,
 )
-from faults.zookeeper import ZkSessionExpiry
+from faults.toxics import toxic_words
+from faults.zookeeper import ZkSessionExpiry, expiry_words
 
-# What a fault can need from the cluster (checked against the scenario before a run).
-NEEDS = frozenset({"zookeeper", "kraft", "toxiproxy", "toxiproxy-replication", "replaceable",
-                   "dynamic-quorum"})
 REQUIRED, OPTIONAL, NONE = "required", "optional", "none"
 
 
@@ -174,26 +177,62 @@ class ControllerRemoveParams(QuorumChangeParams):
 Check = Callable[[Any, BaseModel, str, Any], None]
 
 
+class Refusal(NamedTuple):
+    """Why a cluster cannot take a kind of fault, and what to do instead."""
+    problem: str        # after the kind's name: "'kill' acts on the containers …"
+    fix: str
+
+
+# A cluster the harness did not start: the faults that act on our own containers.
+ON_CONTAINERS = Refusal("acts on the containers of a cluster the harness started; this one is "
+                        "external", "use fault: exec with your own commands (docs/external.md has "
+                        "recipes)")
+# A secured cluster of ours: the faults that run Kafka's tools inside a node.
+TOOLS_OVER_PLAINTEXT = Refusal("runs Kafka's tools inside the nodes over PLAINTEXT, which a "
+                               "secured cluster refuses",
+                               "remove cluster.security for this scenario, or pick another fault")
+
+
 @dataclass(frozen=True)
 class FaultKind:
+    """One kind of fault, whole: what a scenario may write of it, the fault it builds,
+    what it needs of the cluster, and how the report tells and draws it."""
     name: str
     summary: str
     params: type[BaseModel]
     target: str                       # REQUIRED | OPTIONAL | NONE
-    default_target: Any               # selector spec when optional and omitted; None: the fault's own
-    needs: frozenset[str]             # what every fault of this kind needs
-    self_healing: bool                # inject() heals by itself; a scenario's `hold` does not apply
+    # The fault (its class does the inject and heal) for a target's selector and the params.
     build: Callable[[Selector | None, BaseModel], BaseFault]
-    # Cross-field checks beyond the params model (target_spec, params, where).
-    check: Check | None = None
+    default_target: Any = None        # selector spec when optional and omitted; None: the fault's own
+    needs: frozenset[Need] = frozenset()   # what every fault of this kind needs
     # Needs that depend on the params (a toxic on the replication listener).
-    needs_for: Callable[[BaseModel], frozenset[str]] | None = None
+    needs_for: Callable[[BaseModel], frozenset[Need]] | None = None
+    self_healing: bool = False        # inject() heals by itself; a scenario's `hold` does not apply
+    # Cross-field checks beyond the params model (target_spec, params, where, cluster).
+    check: Check | None = None
+    # The names its faults carry in the history (their rows' `name`); () : the kind's own.
+    fault_names: tuple[str, ...] = ()
+    words: Words = name_and_targets   # a fault of it in one clause, for the report
+    colour: str | None = None         # its bands in the plots; None: the report's neutral grey
+    # Why a cluster the harness did not start refuses it (None: it may be used there).
+    on_external: Refusal | None = ON_CONTAINERS
+    # Why a secured cluster of ours refuses it (None: it may be used there).
+    on_secured: Refusal | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "needs", frozenset(self.needs))
+        object.__setattr__(self, "fault_names", tuple(self.fault_names) or (self.name,))
 
-def _built_self_healing(build, target: Selector | None, params: BaseModel) -> BaseFault:
-    fault = build(target, params)
-    fault.heal_after_s = 0.0      # inject() ends healed: nothing is left for heal-all
-    return fault
+    def fault(self, target: Selector | None, params: BaseModel) -> BaseFault:
+        """A fresh fault of this kind, telling itself in this kind's words."""
+        fault = self.build(target, params)
+        fault.words = self.words
+        if self.self_healing:
+            fault.heal_after_s = 0.0      # inject() ends healed: nothing is left for heal-all
+        return fault
+
+    def needs_of(self, params: BaseModel) -> frozenset[Need]:
+        return self.needs | (self.needs_for(params) if self.needs_for else frozenset())
 
 
 def _build_partition(target: Selector | None, p: PartitionParams) -> BaseFault:
@@ -236,8 +275,8 @@ def _check_toxic(target_spec: Any, p: ToxicParams, where: str, cluster: Any) -> 
                             f"a {p.type} toxic takes {', '.join(own)}")
 
 
-def _toxic_needs(p: ToxicParams) -> frozenset[str]:
-    return frozenset({"toxiproxy-replication"}) if "replication" in p.listeners else frozenset()
+def _toxic_needs(p: ToxicParams) -> frozenset[Need]:
+    return frozenset({TOXIPROXY_REPLICATION}) if "replication" in p.listeners else frozenset()
 
 
 def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str, cluster: Any) -> None:
@@ -256,85 +295,122 @@ def _check_upgrade(target_spec: Any, p: RollingUpgradeParams, where: str, cluste
         raise SpecError(f"{where}.params.{key}", e.problem, e.fix) from None
 
 
-def _kind(name: str, summary: str, params: type[BaseModel], target: str, build, *,
-          default_target: Any = None, needs: tuple[str, ...] = (), self_healing: bool = False,
-          check: Check | None = None, needs_for=None) -> FaultKind:
-    if self_healing:
-        build = functools.partial(_built_self_healing, build)
-    return FaultKind(name, summary, params, target, default_target, frozenset(needs),
-                     self_healing, build, check, needs_for)
-
-
 def _bounce(signal: str, target: Selector | None, p: BounceParams) -> BaseFault:
     return Bounce(target, signal, times=p.times, interval_s=p.interval_s, reselect=p.reselect,
                   stop_timeout_s=p.stop_timeout_s)
 
 
-def _kinds() -> dict[str, FaultKind]:
-    kinds = [
-        _kind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
-              REQUIRED, lambda s, p: Kill(s, HARD)),
-        _kind("terminate", "clean shutdown (SIGTERM) of the target; heal starts it again",
+# Plot colours: kinds of one family share one (a kill and a terminate both stop a node).
+STOPPED, BOUNCED, FROZEN, CUT, DISK = "#fdb863", "#f4a582", "#b2abd2", "#92c5de", "#a6dba0"
+TOXIC, CONTROLLER, ZOOKEEPER_FAMILY, ROLLING = "#c7eae5", "#c2a5cf", "#dfc27d", "#e6f5d0"
+
+KINDS: dict[str, FaultKind] = {k.name: k for k in (
+    FaultKind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
+              REQUIRED, lambda s, p: Kill(s, HARD), words=stopped_words, colour=STOPPED),
+    FaultKind("terminate", "clean shutdown (SIGTERM) of the target; heal starts it again",
               TerminateParams, REQUIRED,
-              lambda s, p: Kill(s, CLEAN, stop_timeout_s=p.stop_timeout_s)),
-        _kind("bounce", "clean stop and start of the target, `times` rounds, inside inject",
-              BounceParams, REQUIRED, functools.partial(_bounce, CLEAN), self_healing=True),
-        _kind("bounce-hard", "SIGKILL and start of the target, `times` rounds, inside inject",
-              BounceParams, REQUIRED, functools.partial(_bounce, HARD), self_healing=True),
-        _kind("pause", "freeze the target's container (docker pause); heal unpauses",
-              NoParams, REQUIRED, lambda s, p: Pause(s, DOCKER)),
-        _kind("sigstop", "SIGSTOP the target's JVM (sockets stay open); heal sends SIGCONT",
-              NoParams, REQUIRED, lambda s, p: Pause(s, SIGSTOP)),
-        _kind("partition", "silent network partition (iptables DROP) of the given shape",
-              PartitionParams, OPTIONAL, _build_partition, check=_check_partition),
-        _kind("disk-full", "fill the target broker's log dir until ENOSPC; heal frees it",
-              DiskParams, REQUIRED, lambda s, p: DiskFull(s, p.log_dir)),
-        _kind("log-dir-unwritable", "make the target broker's log dir refuse writes",
+              lambda s, p: Kill(s, CLEAN, stop_timeout_s=p.stop_timeout_s),
+              words=stopped_words, colour=STOPPED),
+    FaultKind("bounce", "clean stop and start of the target, `times` rounds, inside inject",
+              BounceParams, REQUIRED, functools.partial(_bounce, CLEAN), self_healing=True,
+              fault_names=("bounce-clean",), words=bounced_words, colour=BOUNCED),
+    FaultKind("bounce-hard", "SIGKILL and start of the target, `times` rounds, inside inject",
+              BounceParams, REQUIRED, functools.partial(_bounce, HARD), self_healing=True,
+              words=bounced_words, colour=BOUNCED),
+    FaultKind("pause", "freeze the target's container (docker pause); heal unpauses",
+              NoParams, REQUIRED, lambda s, p: Pause(s, DOCKER), words=paused_words, colour=FROZEN),
+    FaultKind("sigstop", "SIGSTOP the target's JVM (sockets stay open); heal sends SIGCONT",
+              NoParams, REQUIRED, lambda s, p: Pause(s, SIGSTOP), fault_names=("pause",),
+              words=paused_words, colour=FROZEN),
+    FaultKind("partition", "silent network partition (iptables DROP) of the given shape",
+              PartitionParams, OPTIONAL, _build_partition, check=_check_partition,
+              words=network.partition_words, colour=CUT),
+    FaultKind("disk-full", "fill the target broker's log dir until ENOSPC; heal frees it",
+              DiskParams, REQUIRED, lambda s, p: DiskFull(s, p.log_dir), words=disk_full_words,
+              colour=DISK),
+    FaultKind("log-dir-unwritable", "make the target broker's log dir refuse writes",
               UnwritableParams, REQUIRED,
-              lambda s, p: UnwritableLogDir(s, p.log_dir, stop_timeout_s=p.stop_timeout_s)),
-        _kind("toxic", "degrade the target brokers' links through toxiproxy (latency, "
+              lambda s, p: UnwritableLogDir(s, p.log_dir, stop_timeout_s=p.stop_timeout_s),
+              words=unwritable_words, colour=DISK),
+    FaultKind("toxic", "degrade the target brokers' links through toxiproxy (latency, "
               "bandwidth, timeout, reset_peer, slow_close, slicer)", ToxicParams, OPTIONAL,
-              _build_toxic, default_target="all_brokers", needs=("toxiproxy",),
-              check=_check_toxic, needs_for=_toxic_needs),
-        _kind("controller-failover", "kill, pause or isolate the active controller and "
+              _build_toxic, default_target="all_brokers", needs={TOXIPROXY},
+              needs_for=_toxic_needs, check=_check_toxic,
+              fault_names=tuple(f"toxic-{t}" for t in TOXIC_ATTRIBUTES), words=toxic_words,
+              colour=TOXIC),
+    FaultKind("controller-failover", "kill, pause or isolate the active controller and "
               "record its successor", ControllerFailoverParams, NONE,
-              lambda s, p: ControllerFailover(p.method, wait_for_new_s=p.wait_for_new_s)),
-        _kind("zk-session-expiry", "silence the target past its ZooKeeper session timeout",
+              lambda s, p: ControllerFailover(p.method, wait_for_new_s=p.wait_for_new_s),
+              fault_names=tuple(f"controller-{m}" for m in FAILOVER_METHODS),
+              words=controller_words, colour=CONTROLLER),
+    FaultKind("zk-session-expiry", "silence the target past its ZooKeeper session timeout",
               ZkExpiryParams, OPTIONAL, lambda s, p: ZkSessionExpiry(
                   s, p.method, session_timeout_ms=p.session_timeout_ms, margin_s=p.margin_s),
-              default_target="random_broker", needs=("zookeeper",), self_healing=True),
-        _kind("rolling-restart", "restart the target nodes one at a time, full ISR between",
+              default_target="random_broker", needs={ZOOKEEPER_MODE}, self_healing=True,
+              words=expiry_words, colour=ZOOKEEPER_FAMILY),
+    FaultKind("rolling-restart", "restart the target nodes one at a time, full ISR between",
               RollingRestartParams, OPTIONAL, lambda s, p: RollingRestart(
                   HARD if p.signal == "hard" else CLEAN, s, isr_timeout_s=p.isr_timeout_s,
                   down_s=p.down_s, stop_timeout_s=p.stop_timeout_s),
-              default_target="all_brokers", self_healing=True),
-        _kind("rolling-upgrade", "re-create every node on another Kafka version, one at a "
+              default_target="all_brokers", self_healing=True,
+              fault_names=("rolling-restart", "rolling-restart-hard"), words=restart_words,
+              colour=ROLLING),
+    FaultKind("rolling-upgrade", "re-create every node on another Kafka version, one at a "
               "time, then raise the metadata version", RollingUpgradeParams, NONE,
               lambda s, p: RollingUpgrade(p.to_version, release_version=p.release_version,
                                           isr_timeout_s=p.isr_timeout_s, rollback=p.rollback),
-              needs=("replaceable",), self_healing=True, check=_check_upgrade),
-        _kind("controller-add", "add a KRaft controller to a dynamic quorum (KIP-853) under "
+              needs={REPLACEABLE}, self_healing=True, check=_check_upgrade,
+              words=upgrade_words, colour=ROLLING, on_secured=TOOLS_OVER_PLAINTEXT),
+    FaultKind("controller-add", "add a KRaft controller to a dynamic quorum (KIP-853) under "
               "load; healed: removed again", QuorumChangeParams, NONE,
-              lambda s, p: ControllerAdd(p.timeout_s), needs=("dynamic-quorum",)),
-        _kind("controller-remove", "remove a voter from a dynamic KRaft quorum and shut it "
+              lambda s, p: ControllerAdd(p.timeout_s), needs={DYNAMIC_QUORUM},
+              words=controller_words, colour=CONTROLLER, on_secured=TOOLS_OVER_PLAINTEXT),
+    FaultKind("controller-remove", "remove a voter from a dynamic KRaft quorum and shut it "
               "down; healed: started and added back", ControllerRemoveParams, NONE,
-              lambda s, p: ControllerRemove(p.which, p.timeout_s), needs=("dynamic-quorum",)),
-        _kind("zk-migration", "move a ZooKeeper-mode cluster to KRaft, Kafka's documented "
+              lambda s, p: ControllerRemove(p.which, p.timeout_s), needs={DYNAMIC_QUORUM},
+              words=controller_words, colour=CONTROLLER, on_secured=TOOLS_OVER_PLAINTEXT),
+    FaultKind("zk-migration", "move a ZooKeeper-mode cluster to KRaft, Kafka's documented "
               "way: controllers in migration mode, brokers rolled twice, ZooKeeper retired",
               ZkMigrationParams, NONE, lambda s, p: ZkMigration(
                   p.controllers, migration_timeout_s=p.migration_timeout_s,
                   isr_timeout_s=p.isr_timeout_s),
-              needs=("zookeeper",), self_healing=True),
-        _kind("exec", "the user's own shell commands (inject, heal), templated per target node; "
+              needs={ZOOKEEPER_MODE}, self_healing=True, words=migration_words,
+              colour=ZOOKEEPER_FAMILY, on_secured=TOOLS_OVER_PLAINTEXT),
+    # The user's own commands reach any cluster: the one kind an external cluster allows.
+    FaultKind("exec", "the user's own shell commands (inject, heal), templated per target node; "
               "any cluster, external ones too", ExecParams, OPTIONAL, build_exec,
-              check=check_templates),
-    ]
-    return {k.name: k for k in kinds}
+              check=check_templates, on_external=None),
+)}
 
 
-KINDS: dict[str, FaultKind] = _kinds()
-# The kinds that reach a cluster the harness did not start (the others act on its containers).
-EXTERNAL_KINDS = frozenset({"exec"})
+def register(kind: FaultKind) -> FaultKind:
+    """Make `kind` one a scenario may name; every use of a kind reads it from KINDS."""
+    if kind.name in KINDS:
+        raise ValueError(f"a fault kind named {kind.name!r} exists already")
+    KINDS[kind.name] = kind
+    return kind
+
+
+def kind_of_fault(fault_name: str) -> FaultKind | None:
+    """The kind whose faults carry `fault_name` in the history (None: no kind's)."""
+    return next((k for k in KINDS.values() if fault_name in k.fault_names), None)
+
+
+def words_of(fault_name: str) -> Words:
+    """The words a fault named so is told in (its kind's; else its name and targets)."""
+    kind = kind_of_fault(fault_name)
+    return kind.words if kind is not None else name_and_targets
+
+
+def fault_colours() -> dict[str, str]:
+    """Each fault name in the history -> its kind's plot colour (for the report, which
+    may not import faults/ and is given them; a name missing is drawn neutral)."""
+    colours: dict[str, str] = {}
+    for kind in KINDS.values():
+        for name in kind.fault_names:
+            if kind.colour is not None:
+                colours.setdefault(name, kind.colour)
+    return colours
 
 
 # -- building and validating -----------------------------------------------------------
@@ -386,16 +462,12 @@ class ResolvedFault:
     params: BaseModel
 
     def build(self) -> BaseFault:
-        return self.kind.build(self.selector, self.params)
+        return self.kind.fault(self.selector, self.params)
 
     @property
-    def needs(self) -> frozenset[str]:
-        """What it needs from the cluster (subset of NEEDS)."""
-        return _needs(self.kind, self.params)
-
-
-def _needs(fk: FaultKind, params: BaseModel) -> frozenset[str]:
-    return fk.needs | (fk.needs_for(params) if fk.needs_for else frozenset())
+    def needs(self) -> frozenset[Need]:
+        """What it needs from the cluster (faults/needs.py)."""
+        return self.kind.needs_of(self.params)
 
 
 def resolve_fault(kind: str, target_spec: Any, params: dict | None, where: str,
@@ -426,9 +498,9 @@ def validate_fault(kind: str, target_spec: Any, params: dict | None, where: str)
     resolve_fault(kind, target_spec, params, where)
 
 
-def fault_needs(kind: str, params: dict | None = None, where: str = "fault") -> frozenset[str]:
-    """What a fault of `kind` with these params needs from the cluster (subset of NEEDS)."""
-    return _needs(kind_of(kind, where), parse_params(kind, params, where))
+def fault_needs(kind: str, params: dict | None = None, where: str = "fault") -> frozenset[Need]:
+    """What a fault of `kind` with these params needs from the cluster (faults/needs.py)."""
+    return kind_of(kind, where).needs_of(parse_params(kind, params, where))
 
 
 # -- nemesis presets -------------------------------------------------------------------
@@ -507,7 +579,7 @@ def preset(name: str, topic: str, partition: int = 0) -> Preset:
     return Preset(p.kind, _fill(p.target, topic, partition), _fill(p.params, topic, partition))
 
 
-def needs_of_preset(name: str) -> frozenset[str]:
+def needs_of_preset(name: str) -> frozenset[Need]:
     p = preset_of(name)
     return fault_needs(p.kind, p.params, where=f"preset {name}")
 

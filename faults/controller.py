@@ -8,9 +8,10 @@ fault_id and the seconds it took) and into the fault's own detail.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from clusters.api import BROKER_ROLES, CONTROLLER_ROLES
-from faults.base import BaseFault, FaultContext, FaultError
+from faults.base import BaseFault, FaultContext, FaultError, nodes_in_words
 from faults.network import Partition, isolate
 from faults.pause import DOCKER, Pause
 from faults.process import HARD, Kill
@@ -93,3 +94,10 @@ class ControllerFailover(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         if self.inner is not None and self.inner.targets:
             self.inner._heal(ctx)
+
+
+def controller_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    """The controller faults' words (a quorum change's too: it has no `method`)."""
+    how = {"kill": "killed", "pause": "paused", "isolate": "cut off from every other node"}
+    return f"the active controller {detail.get('previous_controller', nodes_in_words(names))} " \
+           f"{how.get(detail.get('method'), 'stopped')}"

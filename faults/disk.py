@@ -14,10 +14,19 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from clusters.api import DOWN_STATES
 from clusters.storage import run_mount_dir
-from faults.base import BaseFault, FaultContext, FaultError, container_status, sh, wait_until
+from faults.base import (
+    BaseFault,
+    FaultContext,
+    FaultError,
+    container_status,
+    nodes_in_words,
+    sh,
+    wait_until,
+)
 from faults.process import ensure_running, note_heal_starts, start_supervised
 from faults.selectors import Selector
 
@@ -223,3 +232,11 @@ class UnwritableLogDir(BaseFault):
             sh(node, f"find {q} -mindepth 1 -maxdepth 1 -type d -exec chmod u+w {{}} + ; "
                      f"chmod {self.modes[node.name]} {q}")
         note_heal_starts(self, start_supervised(to_start, ctx.cluster, ctx.settle_timeout_s))
+
+
+def disk_full_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)}'s log dir filled to the last byte"
+
+
+def unwritable_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)}'s log dir made unwritable"

@@ -219,3 +219,7 @@ class ZkMigration(BaseFault):
 
     def _heal(self, ctx: FaultContext) -> None:
         note_heal_starts(self, ensure_running(ctx.cluster.nodes(), ctx))
+
+
+def migration_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return "the cluster migrated from ZooKeeper to KRaft"

@@ -17,9 +17,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from clusters.api import DOWN_STATES, Node
-from faults.base import BaseFault, FaultContext, FaultError, container_status, sh
+from faults.base import (
+    BaseFault,
+    FaultContext,
+    FaultError,
+    container_status,
+    nodes_in_words,
+    sh,
+)
 from faults.selectors import Selector, all_brokers, all_nodes, leader_of, split
 
 CHAIN = "HARNESS"
@@ -219,6 +227,25 @@ class Partition(BaseFault):
                     failures.append(f"{name}: {e}")
         if failures:
             raise FaultError("could not remove partition rules: " + "; ".join(failures))
+
+
+def partition_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    """The partition in words, from its shape and grudge (as `Partition` records them)."""
+    shape = detail.get("shape")
+    grudge: dict[str, list] = detail.get("grudge") or {}
+    if shape in ("isolate", "isolate-leader"):
+        # the isolated node drops traffic from every other node; the others from it alone
+        cut = [n for n, srcs in grudge.items() if len(grudge) > 2 and len(srcs) >= len(grudge) - 1]
+        return f"{nodes_in_words(sorted(cut or names))} cut off from every other node; " \
+               "clients still reach it"
+    if shape == "majority-minority":
+        return f"the cluster split in two ({nodes_in_words(sorted(grudge))} each lose the other side)"
+    if shape == "cut-clients":
+        return f"clients cut off from {nodes_in_words(names)}; the nodes still reach each other"
+    if shape in ("ring", "bridge"):
+        return f"a {shape} partition over {nodes_in_words(sorted(grudge))} " \
+               "(each node sees only some others)"
+    return f"network partition ({shape}) over {nodes_in_words(names)}"
 
 
 def rules_on(node: Node) -> list[str]:

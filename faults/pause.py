@@ -5,7 +5,9 @@ broker session timeout, or `zookeeper.session.timeout.ms`.
 """
 from __future__ import annotations
 
-from faults.base import BaseFault, FaultContext, FaultError, sh
+from typing import Any
+
+from faults.base import BaseFault, FaultContext, FaultError, nodes_in_words, sh
 from faults.selectors import Selector
 
 DOCKER = "docker"
@@ -51,3 +53,7 @@ class Pause(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         for node in self.targets:
             unfreeze(node)
+
+
+def paused_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)} paused ({detail.get('method', 'SIGSTOP')}): alive but silent"

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from clusters.api import BROKER_ROLES, DOWN_STATES, BrokerReadiness, Cluster, Node
 from core.history import now_us
-from faults.base import BaseFault, FaultContext, FaultError, container_status
+from faults.base import BaseFault, FaultContext, FaultError, container_status, nodes_in_words
 from faults.selectors import Selector
 
 HARD = "SIGKILL"
@@ -190,3 +191,16 @@ class Bounce(BaseFault):
 
     def _heal(self, ctx: FaultContext) -> None:
         note_heal_starts(self, ensure_running(self.targets, ctx))
+
+
+# -- in words (the kill, terminate and bounce kinds' words) ------------------------------
+SIGNALS = {"SIGKILL": "killed (SIGKILL)", "SIGTERM": "stopped cleanly (SIGTERM)"}
+
+
+def stopped_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)} {SIGNALS.get(detail.get('signal'), 'stopped')}"
+
+
+def bounced_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    how = "killed (SIGKILL)" if name == "bounce-hard" else "stopped cleanly (SIGTERM)"
+    return f"{nodes_in_words(names)} {how} and started again, {detail.get('times', 1)} time(s)"

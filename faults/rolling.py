@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import shlex
 import time
+from typing import Any
 
 from clusters.api import BROKER_ROLES, COMBINED, CONTROLLER, ZOOKEEPER, Node, Replaceable
 from clusters.config import plan_nodes
@@ -28,7 +29,15 @@ from clusters.upgrade_paths import (
 )
 from clusters.versions import resolve_version
 from core.errors import SpecError
-from faults.base import BaseFault, FaultContext, FaultError, sh, wait_full_isr, wait_until
+from faults.base import (
+    BaseFault,
+    FaultContext,
+    FaultError,
+    nodes_in_words,
+    sh,
+    wait_full_isr,
+    wait_until,
+)
 from faults.process import (
     CLEAN,
     HARD,
@@ -182,3 +191,11 @@ def _finalized_levels(describe_output: str) -> dict[str, str]:
     lines -> {feature: finalized level} (tabs or spaces between the fields)."""
     found = re.findall(r"Feature:\s*(\S+).*?FinalizedVersionLevel:\s*(\S+)", describe_output)
     return {name: level for name, level in found}
+
+
+def restart_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)} restarted one at a time, each waited for until its ISR was full"
+
+
+def upgrade_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)} upgraded one at a time to Kafka {detail.get('to_version')}"

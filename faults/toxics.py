@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from faults.base import BaseFault, FaultContext, FaultError
+from faults.base import BaseFault, FaultContext, FaultError, nodes_in_words
 from faults.selectors import Selector
 
 ProxyPicker = Callable[[FaultContext], list[str]]
@@ -100,3 +100,8 @@ class LinkToxic(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         for proxy, toxic_name in self.added:
             ctx.toxiproxy.remove_toxic(proxy, toxic_name)
+
+
+def toxic_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{detail.get('toxic', name[6:])} on the links of {nodes_in_words(names)} " \
+           f"({detail.get('attributes', {})})"

@@ -6,9 +6,10 @@ expired (timeout + margin); heal lets the broker reconnect and re-register.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 from clusters.api import ZOOKEEPER
-from faults.base import BaseFault, FaultContext, FaultError
+from faults.base import BaseFault, FaultContext, FaultError, nodes_in_words
 from faults.network import Partition, Shape, isolate_grudge
 from faults.pause import DOCKER, Pause
 from faults.selectors import Selector, random_broker, zookeepers
@@ -56,3 +57,7 @@ class ZkSessionExpiry(BaseFault):
     def _heal(self, ctx: FaultContext) -> None:
         if self.inner is not None:
             self.inner._heal(ctx)
+
+
+def expiry_words(name: str, names: list[str], detail: dict[str, Any]) -> str:
+    return f"{nodes_in_words(names)}'s ZooKeeper session expired"

@@ -9,6 +9,7 @@ import pyarrow.dataset as ds
 import yaml
 
 from core.errors import HarnessError
+from faults.catalog import fault_colours
 from spark_reports.report_html import render_report
 
 SAMPLE_ROWS = 20
@@ -41,7 +42,8 @@ def rerender(run_dir: str) -> Path:
         raise HarnessError(f"{run_dir}: no report/summary.json "
                            f"(fix: harness verify {run_dir} first)")
     page = render_report(summary, _read(run / "scenario.yaml", yaml.safe_load),
-                         _read(run / "manifest.json", json.loads), _samples(report))
+                         _read(run / "manifest.json", json.loads), _samples(report),
+                         fault_colours=fault_colours())
     out = report / "index.html"
     out.write_text(page)
     return out

@@ -14,11 +14,12 @@ from typing import Any
 from pydantic import ValidationError
 
 from clusters.migration import kraft_spec_of
-from clusters.spec import TOXIPROXY_ALL, TOXIPROXY_OFF, ZOOKEEPER, ClusterSpec, validate_topic
+from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
 from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
 from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
+from faults.needs import Need
 from faults.schedule import ScheduleSpec
 from faults.selectors import selector_clients, selector_refs
 from harness import scenario_external
@@ -283,25 +284,11 @@ def _unique(b: Builder, path: tuple, values: list, field: str) -> None:
             b.fail((*path, i, field), f"{v!r} is used twice", f"give each one its own {field}")
 
 
-def cluster_has(cluster: ClusterSpec, need: str) -> str | None:
-    """Why the cluster cannot give what a fault needs (None: it can)."""
-    if need == "zookeeper" and cluster.mode != ZOOKEEPER:
-        return f"needs a ZooKeeper-mode cluster; this one is {cluster.mode}"
-    if need == "kraft" and not cluster.is_kraft:
-        return "needs a KRaft cluster; this one runs in ZooKeeper mode"
-    if need == "toxiproxy" and cluster.toxiproxy == TOXIPROXY_OFF:
-        return "needs toxiproxy wiring; set cluster.toxiproxy: client (or client+replication)"
-    if need == "toxiproxy-replication" and cluster.toxiproxy != TOXIPROXY_ALL:
-        return "acts on the replication listener; set cluster.toxiproxy: client+replication"
-    if need == "dynamic-quorum" and not (cluster.dynamic_quorum and cluster.mode == "kraft-isolated"):
-        return ("needs a dynamic KRaft quorum of isolated controllers; set cluster.mode: "
-                "kraft-isolated and cluster.dynamic_quorum: true (Kafka 3.9+)")
-    return None
-
-
-def _check_needs(b: Builder, path: tuple, needs, cluster: ClusterSpec, what: str) -> None:
+def _check_needs(b: Builder, path: tuple, needs: frozenset[Need], cluster: ClusterSpec,
+                 what: str) -> None:
+    """Each need (faults/needs.py) asked of the cluster; the first it lacks is refused at `path`."""
     for need in sorted(needs):
-        why = cluster_has(cluster, need)
+        why = need.why_not(cluster)
         if why is not None:
             b.fail(path, f"{what} {why}", "change the cluster section or pick another fault")
 

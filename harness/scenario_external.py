@@ -2,11 +2,12 @@
 what such a cluster cannot be asked (harness/scenario_build.py calls these with its
 Builder: every refusal names the file, line and field).
 
-An external cluster (`cluster.external`): only `exec` faults (the others act on the
-harness's own containers), no nemesis (it draws container faults), and no Java clients
-(they run in a container on our cluster's network). A secured cluster of ours
-(`cluster.security`): not the kinds that run Kafka's tools inside a node over PLAINTEXT
-(an upgrade's metadata step, a quorum change, the ZooKeeper migration).
+An external cluster (`cluster.external`): only the fault kinds that allow it (`exec`;
+the others act on the harness's own containers: each kind's `on_external` says so), no
+nemesis (it draws container faults), and no Java clients (they run in a container on
+our cluster's network). A secured cluster of ours (`cluster.security`): not the kinds
+whose `on_secured` refuses it (those that run Kafka's tools inside a node over
+PLAINTEXT: an upgrade's metadata step, a quorum change, the ZooKeeper migration).
 """
 from __future__ import annotations
 
@@ -14,9 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from clusters.spec import ClusterSpec
-from faults.catalog import EXTERNAL_KINDS
 
-TOOL_KINDS = frozenset({"rolling-upgrade", "controller-add", "controller-remove", "zk-migration"})
 LOCATED = ("bootstrap_servers", "client_config", "client_config_file", "topic_prefix", "nodes")
 
 
@@ -34,19 +33,19 @@ def check_fit(b: Any, cluster: ClusterSpec, workload: Any, faults: Any) -> None:
     if cluster.external is not None:
         _external_fit(b, workload, faults)
     if cluster.secured:
-        for i, entry in enumerate(faults.timeline):
-            if entry.fault in TOOL_KINDS:
-                b.fail(("faults", "timeline", i, "fault"), f"{entry.fault!r} runs Kafka's tools inside "
-                       "the nodes over PLAINTEXT, which a secured cluster refuses",
-                       "remove cluster.security for this scenario, or pick another fault")
+        _refused(b, faults, lambda kind: kind.on_secured)
+
+
+def _refused(b: Any, faults: Any, refusal_of: Any) -> None:
+    """The first timeline fault whose kind refuses this cluster (`refusal_of(kind)`), at its place."""
+    for i, entry in enumerate(faults.timeline):
+        refusal = refusal_of(entry.resolved.kind)
+        if refusal is not None:
+            b.fail(("faults", "timeline", i, "fault"), f"{entry.fault!r} {refusal.problem}", refusal.fix)
 
 
 def _external_fit(b: Any, workload: Any, faults: Any) -> None:
-    for i, entry in enumerate(faults.timeline):
-        if entry.fault not in EXTERNAL_KINDS:
-            b.fail(("faults", "timeline", i, "fault"), f"{entry.fault!r} acts on the containers of a "
-                   "cluster the harness started; this one is external",
-                   "use fault: exec with your own commands (docs/external.md has recipes)")
+    _refused(b, faults, lambda kind: kind.on_external)
     if faults.nemesis is not None:
         b.fail(("faults", "nemesis"), "the nemesis draws container faults; this cluster is external",
                "write a timeline of exec faults instead")

@@ -128,7 +128,7 @@ def _clean(x: Any) -> Any:
 def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples: dict,
                 fault_colours) -> None:
     try:
-        page = render_report(summary, scenario_doc, manifest, samples)
+        page = render_report(summary, scenario_doc, manifest, samples, fault_colours=fault_colours)
     except Exception:  # noqa: BLE001 - the verdict must not be lost to a plotting bug
         page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
                 "<h1>report could not be rendered</h1><pre>"

@@ -1,7 +1,9 @@
 """The report's plots, as PNG bytes (matplotlib, no display needed).
 
 All share one time axis: seconds since the run's first send. Faults are shaded
-bands, the way Jepsen draws nemesis activity, coloured by fault kind; brokers have
+bands, the way Jepsen draws nemesis activity, coloured by fault kind (`fault_colours`:
+a fault's name in the history -> its colour, given by the caller, as faults/ owns the
+kinds; a name not in it, or none given, is drawn in a neutral grey); brokers have
 one colour each, fixed by broker id, the same in every report. Red is kept for
 unavailability alone. Legends sit outside the data, and a second with no data is a
 gap in its line, not a straight line across it.
@@ -10,6 +12,7 @@ from __future__ import annotations
 
 import io
 import math
+from collections.abc import Mapping
 
 import matplotlib
 
@@ -22,11 +25,7 @@ from families import KINDS  # noqa: E402
 BROKER_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2",
                  "#7f7f7f", "#bcbd22", "#17becf", "#393b79")
 UNAVAILABLE = "#d6604d"
-# Fault bands by the family of their kind (the name up to its first '-').
-FAULT_COLORS = {"kill": "#fdb863", "terminate": "#fdb863", "bounce": "#f4a582", "pause": "#b2abd2",
-                "sigstop": "#b2abd2", "partition": "#92c5de", "disk": "#a6dba0", "log": "#a6dba0",
-                "toxic": "#c7eae5", "controller": "#c2a5cf", "zk": "#dfc27d", "rolling": "#e6f5d0"}
-OTHER_FAULT = "#d9d9d9"
+OTHER_FAULT = "#d9d9d9"        # a fault with no colour of its own
 LEGEND = {"loc": "upper left", "bbox_to_anchor": (1.01, 1.0), "fontsize": 8, "frameon": False}
 WIDTH_IN = 12.5      # at dpi 90 with the legend beside it: about 1 300 px
 
@@ -38,8 +37,8 @@ def broker_color(broker_id) -> str:
         return OTHER_FAULT
 
 
-def fault_color(name: str) -> str:
-    return FAULT_COLORS.get(name.split("-")[0], OTHER_FAULT)
+def fault_color(name: str, fault_colours: Mapping[str, str] | None = None) -> str:
+    return (fault_colours or {}).get(name, OTHER_FAULT)
 
 
 def _png(fig) -> bytes:
@@ -49,12 +48,13 @@ def _png(fig) -> bytes:
     return buf.getvalue()
 
 
-def _fault_bands(ax, faults: list[dict], t0_us: int) -> None:
+def _fault_bands(ax, faults: list[dict], t0_us: int,
+                 fault_colours: Mapping[str, str] | None) -> None:
     shown: set[str] = set()
     for f in faults:
         family = f["name"].split("-")[0]
         ax.axvspan((f["start_us"] - t0_us) / 1e6, (f["end_us"] - t0_us) / 1e6,
-                   color=fault_color(f["name"]), alpha=0.45, lw=0,
+                   color=fault_color(f["name"], fault_colours), alpha=0.45, lw=0,
                    label=f"fault: {family}" if family not in shown else None)
         shown.add(family)
 
@@ -80,16 +80,18 @@ def _axes(title: str, ylabel: str, height: float = 3.2):
     return fig, ax
 
 
-def throughput_png(per_second: list[dict], faults: list[dict], t0_us: int) -> bytes:
+def throughput_png(per_second: list[dict], faults: list[dict], t0_us: int, *,
+                   fault_colours: Mapping[str, str] | None = None) -> bytes:
     fig, ax = _axes("Throughput", "records / s")
     for key, color in (("sent", "#999999"), ("acked", "#1b7837"), ("consumed", "#2166ac")):
         ax.plot(*_series(per_second, key, t0_us), lw=1, color=color, label=key)
-    _fault_bands(ax, faults, t0_us)
+    _fault_bands(ax, faults, t0_us, fault_colours)
     ax.legend(**LEGEND)
     return _png(fig)
 
 
-def latency_png(per_second: list[dict], faults: list[dict], t0_us: int) -> bytes:
+def latency_png(per_second: list[dict], faults: list[dict], t0_us: int, *,
+                fault_colours: Mapping[str, str] | None = None) -> bytes:
     fig, ax = _axes("Ack latency per second (by ack time); a gap: no ack that second",
                     "ack latency (ms)")
     has = False
@@ -99,14 +101,15 @@ def latency_png(per_second: list[dict], faults: list[dict], t0_us: int) -> bytes
         has = has or any(not math.isnan(y) for y in ys)
         ax.plot(xs, [max(y, 0.001) if not math.isnan(y) else y for y in ys], lw=1, color=color,
                 label=label)
-    _fault_bands(ax, faults, t0_us)
+    _fault_bands(ax, faults, t0_us, fault_colours)
     if has:
         ax.set_yscale("log")
     ax.legend(**LEGEND)
     return _png(fig)
 
 
-def lag_png(lag: list[dict], faults: list[dict], t0_us: int) -> bytes | None:
+def lag_png(lag: list[dict], faults: list[dict], t0_us: int, *,
+            fault_colours: Mapping[str, str] | None = None) -> bytes | None:
     """Consumer lag per second, one line per group: a consumer that stops while
     records wait climbs."""
     if not lag:
@@ -114,7 +117,7 @@ def lag_png(lag: list[dict], faults: list[dict], t0_us: int) -> bytes | None:
     fig, ax = _axes("Consumer lag per group", "records acked, not yet delivered")
     for g in lag:
         ax.plot(*_series(g["per_second"], "lag", t0_us), lw=1, label=f"group {g['group_id']}")
-    _fault_bands(ax, faults, t0_us)
+    _fault_bands(ax, faults, t0_us, fault_colours)
     ax.legend(**LEGEND)
     return _png(fig)
 
@@ -157,7 +160,8 @@ def _segments(mine: list[dict], t0_us: int) -> list[tuple[float, dict]]:
 
 def leadership_png(observations: list[dict], partitions: list[str], unavailability: list[dict],
                    faults: list[dict], t0_us: int, t_end_us: int, marks: dict | None = None,
-                   brokers: dict[int, str] | None = None) -> bytes | None:
+                   brokers: dict[int, str] | None = None, *,
+                   fault_colours: Mapping[str, str] | None = None) -> bytes | None:
     """One row per partition: its leader as segments in the broker's colour, ISR size
     as text, unavailability windows as red bars below, and (marks) the acks of lost
     and overwritten records."""
@@ -188,7 +192,7 @@ def leadership_png(observations: list[dict], partitions: list[str], unavailabili
                 ax.broken_barh([((w["start_us"] - t0_us) / 1e6, (w["end_us"] - w["start_us"]) / 1e6)],
                                (row + 0.22, 0.15), facecolors=UNAVAILABLE, edgecolors=UNAVAILABLE,
                                linewidth=0.3)
-    _fault_bands(ax, faults, t0_us)
+    _fault_bands(ax, faults, t0_us, fault_colours)
     _anomaly_marks(ax, marks or {}, names, t0_us)
     ax.set_yticks(range(len(names)))
     ax.set_yticklabels(names, fontsize=7)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from html import escape
 from typing import Any
@@ -239,7 +240,9 @@ def _latency_rows(metrics: dict) -> str:
 
 
 def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
-                  samples: dict) -> str:
+                  samples: dict, *, fault_colours: Mapping[str, str] | None = None) -> str:
+    """The page. `fault_colours`: each fault name's plot colour (faults.catalog's
+    `fault_colours()`; without it every fault band is grey)."""
     m = summary.get("metrics") or {}
     per_sec = m.get("per_second") or []
     t0 = m.get("run_start_us") or (per_sec[0]["second"] * 1_000_000 if per_sec else 0)
@@ -254,9 +257,9 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
     parts.append(_problems(summary, t0))
     parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, run))
     if per_sec:
-        parts.append(_throughput(m, t0))
+        parts.append(_throughput(m, t0, fault_colours))
     if m:
-        parts.append(_leadership_and_recovery(summary, m, t0))
+        parts.append(_leadership_and_recovery(summary, m, t0, fault_colours))
         parts.append("<h2>Latency</h2>" + _latency_rows(m))
     parts.append(_counts(summary.get("counts") or {}))
     parts.append(_configuration(summary, scenario, manifest))
@@ -276,19 +279,21 @@ def _counts(counts: dict) -> str:
         for k, v in counts.items()) + "</div>"
 
 
-def _throughput(m: dict, t0: int) -> str:
+def _throughput(m: dict, t0: int, colours: Mapping[str, str] | None) -> str:
     faults, per_sec = m.get("fault_windows") or [], m["per_second"]
     tp = m.get("throughput") or {}
     return ("<h2>Throughput, latency and consumer lag</h2>"
-            + _img(plots.throughput_png(per_sec, faults, t0), "throughput")
-            + _img(plots.latency_png(per_sec, faults, t0), "ack latency")
-            + _img(plots.lag_png(m.get("consumer_lag") or [], faults, t0), "consumer lag")
+            + _img(plots.throughput_png(per_sec, faults, t0, fault_colours=colours), "throughput")
+            + _img(plots.latency_png(per_sec, faults, t0, fault_colours=colours), "ack latency")
+            + _img(plots.lag_png(m.get("consumer_lag") or [], faults, t0, fault_colours=colours),
+                   "consumer lag")
             + f"<p>Mean sent {_fmt(tp.get('sent_per_s_mean'))}/s, acked "
               f"{_fmt(tp.get('acked_per_s_mean'))}/s over {_fmt(tp.get('seconds_active'))} "
               f"active seconds; peak acked {_fmt(tp.get('acked_per_s_max'))}/s.</p>")
 
 
-def _leadership_and_recovery(summary: dict, m: dict, t0: int) -> str:
+def _leadership_and_recovery(summary: dict, m: dict, t0: int,
+                             colours: Mapping[str, str] | None) -> str:
     faults = m.get("fault_windows") or []
     tl = summary.get("timeline") or {}
     marks = {k.name: (summary.get("anomaly_explanations") or {}).get(k.name) or []
@@ -297,7 +302,8 @@ def _leadership_and_recovery(summary: dict, m: dict, t0: int) -> str:
     out = ["<h2>Leadership, ISR and unavailability</h2>",
            _img(plots.leadership_png(tl.get("observations") or [], m.get("partitions") or [],
                                      m.get("unavailability") or [], faults, t0,
-                                     m.get("run_end_us") or t0, marks, brokers),
+                                     m.get("run_end_us") or t0, marks, brokers,
+                                     fault_colours=colours),
                 "leader/ISR timeline")]
     labels = {f["fault_id"]: f.get("label") or f["name"] for f in faults}
     out.append(_changes(tl.get("observations") or [], brokers, labels, t0, opened=not faults))

@@ -20,6 +20,7 @@ from typing import Any
 
 from core.errors import HarnessError
 from families import FAMILIES
+from faults.catalog import fault_colours
 from spark_reports import pipeline
 from spark_reports.storage import RunLocation
 from verifiers.judgement import Judgement
@@ -67,7 +68,8 @@ def verify_run(run_dir: str, judgement: Judgement | None = None, *, spark=None,
     families = tuple(f for f in FAMILIES if f.name in j.families)
     done = pipeline.reconcile(run_dir, summary, families, j.threshold_s, judged, spark=spark,
                               spark_master=spark_master, scenario_doc=j.scenario_doc,
-                              manifest=manifest, write_html=j.html)
+                              manifest=manifest, write_html=j.html,
+                              fault_colours=fault_colours())
     loc.write_text(verdict_junit(str(done.summary.get("run_id")), done.verdict,
                                  done.summary["verify_seconds"]), "report", "junit.xml")
     return VerifyResult(done.summary, done.verdict, done.report_dir)

@@ -10,7 +10,6 @@ from faults import catalog as cat
 from faults.base import BaseFault, FaultContext
 from faults.catalog import (
     KINDS,
-    NEEDS,
     PRESETS,
     fault_factory,
     fault_needs,
@@ -18,6 +17,13 @@ from faults.catalog import (
     needs_of_preset,
     preset,
     validate_fault,
+)
+from faults.needs import (
+    NEEDS,
+    REPLACEABLE,
+    TOXIPROXY,
+    TOXIPROXY_REPLICATION,
+    ZOOKEEPER_MODE,
 )
 from faults.selectors import selector_refs
 
@@ -144,11 +150,11 @@ def test_optional_targets_default_to_their_selector():
 
 
 def test_needs_follow_the_params():
-    assert fault_needs("toxic", {"type": "latency"}) == {"toxiproxy"}
+    assert fault_needs("toxic", {"type": "latency"}) == {TOXIPROXY}
     assert fault_needs("toxic", {"type": "latency", "listeners": ["client", "replication"]}) == {
-        "toxiproxy", "toxiproxy-replication"}
-    assert fault_needs("zk-session-expiry") == {"zookeeper"}
-    assert fault_needs("rolling-upgrade", {"to_version": "4"}) == {"replaceable"}
+        TOXIPROXY, TOXIPROXY_REPLICATION}
+    assert fault_needs("zk-session-expiry") == {ZOOKEEPER_MODE}
+    assert fault_needs("rolling-upgrade", {"to_version": "4"}) == {REPLACEABLE}
     assert fault_needs("kill") == frozenset()
 
 
@@ -281,10 +287,10 @@ def test_preset_returns_fresh_copies():
 
 
 def test_needs_of_preset():
-    assert needs_of_preset("latency-leader") == {"toxiproxy"}
-    assert needs_of_preset("latency-replication") == {"toxiproxy", "toxiproxy-replication"}
-    assert needs_of_preset("zk-session-expiry") == {"zookeeper"}
-    assert needs_of_preset("rolling-upgrade") == {"replaceable"}
+    assert needs_of_preset("latency-leader") == {TOXIPROXY}
+    assert needs_of_preset("latency-replication") == {TOXIPROXY, TOXIPROXY_REPLICATION}
+    assert needs_of_preset("zk-session-expiry") == {ZOOKEEPER_MODE}
+    assert needs_of_preset("rolling-upgrade") == {REPLACEABLE}
     assert needs_of_preset("kill-leader") == frozenset()
     with pytest.raises(SpecError, match="did you mean 'kill-leader'"):
         needs_of_preset("kill-leadr")

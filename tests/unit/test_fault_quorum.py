@@ -6,6 +6,7 @@ from clusters.config import directory_id, format_args, plan_nodes
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from faults.catalog import fault_needs
+from faults.needs import DYNAMIC_QUORUM
 from faults.quorum import quorum_command, voter_ids
 from harness.scenario import load_scenario
 
@@ -54,7 +55,7 @@ def test_the_quorum_tools_voters_are_read_in_both_formats():
 
 
 def test_quorum_faults_are_refused_without_a_dynamic_quorum():
-    assert fault_needs("controller-add") == {"dynamic-quorum"}
+    assert fault_needs("controller-add") == {DYNAMIC_QUORUM}
     assert load_scenario("quorum-reconfig").cluster.dynamic_quorum
     with pytest.raises(SpecError, match="dynamic_quorum: true") as e:
         load_scenario("quorum-reconfig", ("cluster.dynamic_quorum=false",))

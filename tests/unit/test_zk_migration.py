@@ -16,6 +16,7 @@ from core.history import EventLog, read_table
 from faults.base import FaultContext, FaultError
 from faults.catalog import fault_needs, make_fault
 from faults.migration import STEPS, ZkMigration
+from faults.needs import ZOOKEEPER_MODE
 from harness.cli import main
 from harness.scenario import _display
 
@@ -79,7 +80,7 @@ def test_only_a_zookeeper_cluster_can_be_migrated():
 
 # -- the fault kind ---------------------------------------------------------------------
 def test_the_kind_needs_zookeeper_takes_no_target_and_typed_params():
-    assert fault_needs("zk-migration") == {"zookeeper"}
+    assert fault_needs("zk-migration") == {ZOOKEEPER_MODE}
     fault = make_fault("zk-migration", None, {"controllers": 3}, "faults.timeline[0]")
     assert isinstance(fault, ZkMigration) and fault.controllers == 3
     assert fault.heal_after_s == 0.0          # self-healing: a scenario's hold does not apply
