@@ -15,7 +15,14 @@ teardown, newest first:
                                      deletes the run's topics)
   observer         run_cluster       the metadata observer          logs (observer-stop)
   topics           run_cluster       the topics                     (with the cluster)
-  workloads-start  run_workloads     groups, producers, Java        workloads-stop
+  workloads-start  run_workloads     each family the scenario       workloads-stop
+                                     names starts its clients
+                                     (families/ registry):
+                                     records: consumer groups, our
+                                     producers (transactional ones
+                                     too), Kafka's Java clients;
+                                     transactions: none of its own
+                                     (its producers are records')
                    run_faults        the fault context              heal-all
   warm-up          run_workloads     -
   faults           run_faults        the fault timeline             heal-all
@@ -25,7 +32,9 @@ teardown, newest first:
   drain            run_workloads     the drain's rows               -
   logs             run_cluster       logs/<node>.log                -
   cluster-stop     run_cluster       -
-  verify           run_judge         report/ (Spark: its own or the suite's session)
+  verify           run_judge         report/ (Spark: its own or the suite's session):
+                                     the named families' checkers,
+                                     composed (spark_reports/pipeline)
   verdict          run_judge         -
   report           run_judge         the end-of-run table
 
