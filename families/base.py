@@ -27,7 +27,9 @@ class Kind:
     # how its written rows are counted: ("distinct", keys), ("sum", (column,)), ("rows", ())
     count_by: tuple[str, tuple[str, ...]]
     rule: str                           # the spec's definition, as the report shows it
-    words: str                          # "<n> {words}", with {tp} the topic-partition
+    # "<n> {words}", with {tp} the topic-partition, {group} the consumer group and
+    # {consumer} the consumer the rows are about ("a group", "a consumer" when unknown)
+    words: str
     default: str | None = None          # the expectation every run checks by default
     bad: bool = True                    # a count above zero is an anomaly, not a cost
     mark: tuple[str, str] | None = None  # (colour, marker) on the leadership plot

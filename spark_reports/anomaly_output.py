@@ -183,6 +183,9 @@ def count_by_fault(rows: pa.Table, kind: Kind) -> dict[str, int]:
 
 EXPLAINED_GROUPS = 12
 GROUP_BY = ("topic", "partition", "leader_at_ack", "elected_leader_at_ack", "fault_id")
+# who a row is about, where its kind names one (a group's redeliveries and skips, a
+# consumer's jumps): a run comparing two groups must be told which one it was
+WHO = ("group_id", "consumer")
 
 
 def explanations(rows: pa.Table, kind: Kind) -> list[dict]:
@@ -194,15 +197,15 @@ def explanations(rows: pa.Table, kind: Kind) -> list[dict]:
         return []
     n = rows.num_rows
     col = {c: (rows.column(c).to_pylist() if c in rows.column_names else [None] * n)
-           for c in (*GROUP_BY, "ack_ts_us", "faults_at_ack", "consumed_leader_epoch")}
+           for c in (*GROUP_BY, *WHO, "ack_ts_us", "faults_at_ack", "consumed_leader_epoch")}
     groups: dict[tuple, list[int]] = defaultdict(list)
-    for i, key in enumerate(zip(*(col[c] for c in GROUP_BY), strict=True)):
+    for i, key in enumerate(zip(*(col[c] for c in (*GROUP_BY, *WHO)), strict=True)):
         groups[key].append(i)
     out = []
     for key, idx in groups.items():
         times = [col["ack_ts_us"][i] for i in idx if col["ack_ts_us"][i] is not None]
-        g = dict(zip(("topic", "partition", "leader", "elected_leader", "fault_id"), key,
-                     strict=True))
+        g = dict(zip(("topic", "partition", "leader", "elected_leader", "fault_id", "group",
+                      "consumer"), key, strict=True))
         g.update(count=count(rows.take(idx), kind), first_ack_us=min(times, default=None),
                  last_ack_us=max(times, default=None),
                  faults=sorted({f for i in idx for f in (col["faults_at_ack"][i] or [])}))
@@ -219,7 +222,7 @@ def _read_written(loc: RunLocation, kind: Kind) -> pa.Table:
     those: a kind may have many millions of rows)."""
     files = loc.list_parquet("report", "anomalies", kind.name)
     names = pq.read_schema(files[0], filesystem=loc.fs).names
-    cols = [c for c in dict.fromkeys([*kind.count_by[1], *GROUP_BY, "ack_ts_us",
+    cols = [c for c in dict.fromkeys([*kind.count_by[1], *GROUP_BY, *WHO, "ack_ts_us",
                                       "faults_at_ack", "consumed_leader_epoch"]) if c in names]
     return pa.concat_tables([pq.read_table(f, columns=cols, filesystem=loc.fs) for f in files])
 

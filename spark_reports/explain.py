@@ -74,10 +74,16 @@ def _same_leader(a, b) -> bool:
     return a == b or (a in none and b in none)
 
 
+def _who(g: dict) -> dict[str, str]:
+    """The group and consumer a group of rows is about, in words."""
+    return {"group": f"group {g['group']}" if g.get("group") else "a group",
+            "consumer": f"consumer {g['consumer']}" if g.get("consumer") else "a consumer"}
+
+
 def explain(kind: str, g: dict, run: RunFacts) -> str:
     """One group of a kind's rows (anomaly_output.explanations) in words."""
     tp = f"{g['topic']}-{g['partition']}" if g.get("partition") is not None else str(g["topic"])
-    text = f"{count_words(g['count'])} {by_name(kind).words.format(tp=tp)}"
+    text = f"{count_words(g['count'])} {by_name(kind).words.format(tp=tp, **_who(g))}"
     if g.get("first_ack_us") is None:
         return text + _charged(g, run) + "."
     leader, elected = g.get("leader"), g.get("elected_leader")
