@@ -28,6 +28,7 @@ from typing import Any
 from core.errors import SpecError
 from harness.runner import run_all
 from harness.scenario import Scenario, load_scenario
+from spark_reports.summary import Summary
 
 RECOVERY_FACTOR = 2.0          # the issue's "recovery more than 2x apart"
 LATENCIES = ("p50", "p99", "p999")
@@ -132,18 +133,18 @@ def run_compare(planned: list[Planned], compare_dir: Path, progress: str,
 
 
 def run_row(p: Planned, run_dir: Path, status: str, exit_code: int, reason: str | None,
-            summary: dict | None) -> dict:
+            summary: Summary | None) -> dict:
     return {"variant": p.label, "overrides": list(p.overrides), "repeat": p.repeat,
             "seed": p.scenario.seed, "run_dir": str(run_dir), "status": status,
             "exit_code": exit_code, "reason": reason,
-            "failures": list(((summary or {}).get("verdict") or {}).get("failures") or []),
-            "metrics": extract(summary or {})}
+            "failures": summary.failures if summary else [],
+            "metrics": extract(summary or Summary())}
 
 
-def extract(summary: dict) -> dict[str, Any]:
+def extract(summary: Summary) -> dict[str, Any]:
     """The numbers compared, flat: name -> value (None when the run did not give it)."""
-    m = summary.get("metrics") or {}
-    out: dict[str, Any] = {f"anomaly.{k}": n for k, n in (summary.get("anomalies") or {}).items()}
+    m = summary.metrics
+    out: dict[str, Any] = {f"anomaly.{k}": n for k, n in summary.anomalies.items()}
     ack = m.get("ack_latency_ms") or {}
     for q in LATENCIES:
         out[f"ack_ms.{q}"] = ack.get(q)

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from spark_reports.summary import Summary
+
 if TYPE_CHECKING:
     from harness.run import Run
 
@@ -25,14 +27,14 @@ RECOVERY_COLUMNS = ("fault", "what it did", "recovery", "after heal", "unavailab
                     "controller failover", "ISR shrunk", "ISR full after heal")
 
 
-def recovery_rows(summary: dict) -> list[list[str]]:
+def recovery_rows(summary: Summary) -> list[list[str]]:
     """Per fault: recovery (the spec's; "none" when it made no partition unavailable),
     the controller failover when it hit the active controller, and when its
     partitions' ISR shrank after the injection and was full again after the heal ("-":
     it never shrank)."""
-    isr = {f["fault_id"]: f for f in summary.get("metrics", {}).get("isr", [])}
+    isr = {f["fault_id"]: f for f in summary.metrics.get("isr", [])}
     rows = []
-    for r in summary.get("metrics", {}).get("recovery", []):
+    for r in summary.metrics.get("recovery", []):
         i = isr.get(r.get("fault_id"), {"shrunk_s": None})
         shrank = i["shrunk_s"] is not None
         failover = r.get("controller_failover_s")
@@ -46,27 +48,25 @@ def recovery_rows(summary: dict) -> list[list[str]]:
     return rows
 
 
-def max_unavailability(summary: dict) -> float:
-    windows = summary.get("metrics", {}).get("unavailability", [])
+def max_unavailability(summary: Summary) -> float:
+    windows = summary.metrics.get("unavailability", [])
     return max((w.get("seconds") or (w.get("end_us", 0) - w.get("start_us", 0)) / 1e6
                 for w in windows), default=0.0)
 
 
-def _head(summary: dict, verdict, run_id: str) -> Table:
+def _head(summary: Summary, verdict, run_id: str) -> Table:
     colour = {"passed": "green", "failed": "red"}.get(verdict.status, "yellow")
     head = Table(title=f"run {run_id}: [{colour}]{verdict.status.upper()}[/]", show_header=False)
-    counts = summary.get("counts", {})
-    head.add_row("counts", ", ".join(f"{k} {counts.get(k, 0)}" for k in
+    head.add_row("counts", ", ".join(f"{k} {summary.count(k)}" for k in
                                      ("sent", "acked", "failed", "indeterminate", "consumed")))
-    anomalies = summary.get("anomalies", {})
-    head.add_row("anomalies", ", ".join(f"{k} {n}" for k, n in anomalies.items()))
+    head.add_row("anomalies", ", ".join(f"{k} {n}" for k, n in summary.anomalies.items()))
     head.add_row("max unavailability", f"{max_unavailability(summary):.1f} s")
     for c in verdict.checks:
         mark = {"passed": "[green]held[/]", "failed": "[red]violated[/]"}.get(c.status, "not judged")
         head.add_row(mark, c.reason)
     if verdict.reason:
         head.add_row("unknown", verdict.reason)
-    for p in summary.get("problems") or []:
+    for p in summary.problems:
         head.add_row("[yellow]went wrong[/]", p["text"])
     return head
 

@@ -17,6 +17,7 @@ from html import escape
 from pathlib import Path
 
 from core.errors import HarnessError
+from spark_reports.summary import Summary
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
          "td,th{border:1px solid #ccc;padding:3px 6px;font-size:85%}.failed{background:#fce8e6}"
@@ -30,14 +31,13 @@ def find_runs(root: Path) -> list[dict]:
         run_dir = summary_path.parent.parent
         try:
             manifest = json.loads((run_dir / "manifest.json").read_text())
-            summary = json.loads(summary_path.read_text())
-        except (OSError, ValueError):
+            summary = Summary.from_json(summary_path.read_text())
+        except (OSError, ValueError, TypeError):
             continue                        # a half-written run: not a point on a trend
-        metrics = summary.get("metrics") or {}
-        verdict = summary.get("verdict") or {}
+        metrics, verdict = summary.metrics, summary.verdict
         runs.append({"run_dir": run_dir, "scenario": str(manifest.get("scenario") or "?"),
                      "start_us": manifest.get("start_us") or 0, "kafka": manifest.get("kafka"),
-                     "anomalies": {k: n for k, n in (summary.get("anomalies") or {}).items() if n},
+                     "anomalies": {k: n for k, n in summary.anomalies.items() if n},
                      "max_recovery_s": metrics.get("max_recovery_s"),
                      "ack_p99_ms": (metrics.get("ack_latency_ms") or {}).get("p99"),
                      "status": "passed" if verdict.get("passed") else

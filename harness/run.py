@@ -13,6 +13,7 @@ from clusters.observer import MetadataObserver
 from core.context import RunContext
 from harness.phases import INTERRUPTED, PhaseLog
 from harness.scenario import Scenario
+from spark_reports.summary import Summary
 from verifiers.verify import VerifyResult
 
 
@@ -45,7 +46,7 @@ class RunResult:
     exit_code: int
     status: str                         # passed, failed, unknown
     reason: str | None = None
-    summary: dict[str, Any] | None = None
+    summary: Summary | None = None      # report/summary.json, typed
     phases: list[dict[str, Any]] = field(default_factory=list)
     interrupted: bool = False           # Ctrl-C or SIGTERM: a suite or compare stops too
 

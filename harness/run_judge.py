@@ -147,14 +147,12 @@ def verify_command(run_dir: str, spark_master: str | None, expect: str | None) -
 
 def _print_verdict(result) -> None:
     s, v = result.summary, result.verdict
-    an = s.get("anomalies") or {}
-    print(f"run {s.get('run_id')}: {v.status.upper()}")
-    if s.get("counts"):
-        c = s["counts"]
-        print("  counts: " + ", ".join(f"{k} {c[k]}" for k in
+    print(f"run {s.run_id}: {v.status.upper()}")
+    if s.counts:
+        print("  counts: " + ", ".join(f"{k} {s.count(k)}" for k in
                                        ("sent", "acked", "failed", "indeterminate", "consumed")))
-    if an:
-        print("  anomalies: " + ", ".join(f"{k} {n}" for k, n in an.items()))
+    if s.anomalies:
+        print("  anomalies: " + ", ".join(f"{k} {n}" for k, n in s.anomalies.items()))
     if v.reason:
         print(f"  unknown: {v.reason}")
     for f in v.failures:

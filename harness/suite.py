@@ -30,6 +30,7 @@ from clusters.versions import resolve_version
 from core.errors import SpecError
 from harness.runner import run_all
 from harness.scenario import Scenario, load_scenario
+from spark_reports.summary import Summary
 
 SUITES_DIR = Path(__file__).with_name("suites")
 NOT_STARTED = "not started: the suite was interrupted"
@@ -235,27 +236,26 @@ def _row(v: Variant, s: Scenario, result, skipped: str | None = None) -> dict:
            "expected": [e.text for e in s.expect.expectations]}
     if skipped is not None:
         return {**row, "verdict": "skipped", "why": skipped}
-    summary = result.summary or {}
+    summary = result.summary or Summary()
     if result.interrupted:
         row["interrupted"] = True
     return {**row, "verdict": result.status, "exit_code": result.exit_code, "reason": result.reason,
             "observed": {**observed(summary), **_fault_timings(Path(result.run_dir))},
-            "failures": list(((summary.get("verdict") or {}).get("failures")) or []),
-            "run_dir": str(result.run_dir)}
+            "failures": summary.failures, "run_dir": str(result.run_dir)}
 
 
-def observed(summary: dict) -> dict[str, Any]:
+def observed(summary: Summary) -> dict[str, Any]:
     """A row's evidence in numbers: every anomaly that occurred, the value behind each
     expectation, and the timings a claim is about (recovery, unavailability, the ISR's
     shrink and regrowth)."""
-    anomalies = summary.get("anomalies") or {}
+    anomalies = summary.anomalies
     out: dict[str, Any] = {k: n for k, n in anomalies.items() if n}
-    for check in (summary.get("verdict") or {}).get("checks") or []:
+    for check in summary.verdict.get("checks") or []:
         metric = check["expectation"].split()[0]
         # an anomaly kind that did not occur goes unsaid: the verdict says it held
         if metric not in out and metric not in anomalies and check.get("actual") is not None:
             out[metric] = check["actual"]
-    metrics = summary.get("metrics") or {}
+    metrics = summary.metrics
     for key in ("max_recovery_s", "max_unavailability_s"):
         if metrics.get(key) is not None:
             out.setdefault(key, round(metrics[key], 1))

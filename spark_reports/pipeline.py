@@ -46,16 +46,17 @@ from spark_reports.report_html import render_report
 from spark_reports.scratch import Scratch
 from spark_reports.session import session_scope
 from spark_reports.storage import RunLocation
+from spark_reports.summary import Summary
 from spark_reports.tables import read_on_driver, read_tables
 from spark_reports.timeline import parse_events
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 
-__all__ = ["HistoryInvalid", "Reconciled", "reconcile"]
+__all__ = ["HistoryInvalid", "Reconciled", "RunLocation", "Summary", "reconcile"]
 
 
 @dataclass
 class Reconciled:
-    summary: dict            # as written to report/summary.json
+    summary: Summary         # as written to report/summary.json
     verdict: Any             # what `judge` returned
     report_dir: str
 
@@ -89,11 +90,11 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
     summary["verify_seconds"] = round(time.monotonic() - t0, 3)
     summary["generated_at"] = datetime.now(UTC).isoformat(timespec="seconds")
     summary = _clean(summary)
-    loc.write_text(json.dumps(summary, indent=2, sort_keys=False, default=str) + "\n",
-                   "report", "summary.json")
+    typed = Summary.from_dict(summary)
+    loc.write_text(typed.to_json(), "report", "summary.json")
     if write_html:
         _write_html(loc, summary, scenario_doc, manifest, samples, fault_colours)
-    return Reconciled(summary, verdict, loc.path("report"))
+    return Reconciled(typed, verdict, loc.path("report"))
 
 
 def _checked(loc: RunLocation, summary: dict, families, threshold_s: float, spark,

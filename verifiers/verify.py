@@ -22,7 +22,7 @@ from core.errors import HarnessError
 from families import FAMILIES
 from faults.catalog import fault_colours
 from spark_reports import pipeline
-from spark_reports.storage import RunLocation
+from spark_reports.pipeline import RunLocation, Summary
 from verifiers.judgement import Judgement
 from verifiers.junit import verdict_junit
 from verifiers.verdict import Verdict, judge, unknown
@@ -30,7 +30,7 @@ from verifiers.verdict import Verdict, judge, unknown
 
 @dataclass
 class VerifyResult:
-    summary: dict
+    summary: Summary
     verdict: Verdict
     report_dir: str
 
@@ -70,8 +70,8 @@ def verify_run(run_dir: str, judgement: Judgement | None = None, *, spark=None,
                               spark_master=spark_master, scenario_doc=j.scenario_doc,
                               manifest=manifest, write_html=j.html,
                               fault_colours=fault_colours())
-    loc.write_text(verdict_junit(str(done.summary.get("run_id")), done.verdict,
-                                 done.summary["verify_seconds"]), "report", "junit.xml")
+    loc.write_text(verdict_junit(str(done.summary.run_id), done.verdict,
+                                 done.summary.verify_seconds), "report", "junit.xml")
     return VerifyResult(done.summary, done.verdict, done.report_dir)
 
 

@@ -17,6 +17,7 @@ from harness.cli import main
 from harness.compare import Axis, aggregate, differences, grid, parse_vary, plan, run_row
 from harness.compare_plot import per_second
 from harness.compare_report import write_outputs
+from spark_reports.summary import Summary
 
 T0 = 1_800_000_000_000_000      # µs; the synthetic runs' first send
 
@@ -114,7 +115,8 @@ def _rows(tmp_path: Path, specs: list[tuple[str, int, dict]]) -> list[dict]:
     for label, repeat, summary in specs:
         run = _run_dir(tmp_path, f"{label}-{repeat}", summary)
         status = "passed" if summary["verdict"]["passed"] else "failed"
-        rows.append(run_row(runs[label], run, status, 0 if status == "passed" else 1, None, summary))
+        rows.append(run_row(runs[label], run, status, 0 if status == "passed" else 1, None,
+                            Summary.from_dict(summary)))
         rows[-1]["repeat"] = repeat
     return rows
 

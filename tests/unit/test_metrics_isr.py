@@ -105,6 +105,7 @@ def test_a_fault_is_wholly_in_effect_from_the_end_of_its_inject():
 
 def test_the_end_table_shows_each_faults_isr_beside_its_recovery():
     from harness.end_table import recovery_rows
+    from spark_reports.summary import Summary
     summary = {"metrics": {
         "recovery": [{"name": "pause", "fault_id": "p", "seconds": 9.5, "after_heal_s": 0.0,
                       "unavailable_s": 9.1},
@@ -112,5 +113,5 @@ def test_the_end_table_shows_each_faults_isr_beside_its_recovery():
                       "unavailable_s": 0.0}],
         "isr": [{"fault_id": "p", "shrunk_s": 9.102, "restored_after_heal_s": None},
                 {"fault_id": "k", "shrunk_s": None, "restored_after_heal_s": None}]}}
-    pause, kill = recovery_rows(summary)
+    pause, kill = recovery_rows(Summary.from_dict(summary))
     assert pause[-2:] == ["9.1 s", "never"] and kill[-2:] == ["-", "-"]

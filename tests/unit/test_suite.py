@@ -103,6 +103,7 @@ def test_outputs_from_rows(tmp_path: Path):
 
 def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timings():
     from harness.suite import observed
+    from spark_reports.summary import Summary
     summary = {"anomalies": {"lost": 0, "duplicate": 3},
                "verdict": {"checks": [{"expectation": "lost == 0", "actual": 0.0},
                                       {"expectation": "acked_during_faults == 0", "actual": 45.0},
@@ -110,7 +111,7 @@ def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timing
                "metrics": {"max_recovery_s": 12.34, "max_unavailability_s": 3.0,
                            "isr": [{"shrunk_s": 9.1, "restored_after_heal_s": 1.72},
                                    {"shrunk_s": None, "restored_after_heal_s": None}]}}
-    assert observed(summary) == {"duplicate": 3, "acked_during_faults": 45.0,
+    assert observed(Summary.from_dict(summary)) == {"duplicate": 3, "acked_during_faults": 45.0,
                                  "max_recovery_s": 12.3, "max_unavailability_s": 3.0,
                                  "isr_shrunk_after_s": 9.1, "isr_full_after_heal_s": 1.7}
 
