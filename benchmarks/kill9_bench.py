@@ -25,7 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.orphans import orphan_spark_drivers  # noqa: E402
+from harness.run.orphans import orphan_spark_drivers  # noqa: E402
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 MOUNT_ROOT = Path(os.environ.get("HARNESS_MOUNT_ROOT", "/var/lib/kafka-harness/mounts"))

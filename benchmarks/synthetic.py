@@ -640,7 +640,7 @@ def _write_events(out: Path, spec: SyntheticSpec, faults, clock: _Timeline) -> N
 
 
 def _write_scenario(run_dir: Path, spec: SyntheticSpec, clock: _Timeline) -> None:
-    # a scenario of the project's model (harness/scenario.py) the verifier takes
+    # a scenario of the project's model (harness/scenario/) the verifier takes
     # its facts from: idempotent, acks=all, min ISR 2, commits after processing
     topic = spec.topic
     (run_dir / "scenario.yaml").write_text(yaml.safe_dump({

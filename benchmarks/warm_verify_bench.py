@@ -39,7 +39,7 @@ def worker(run_dirs: list[str], repeat: int, master: str | None, warm: list[str]
     """In this process: one session, a warm-up verify, then the timed ones."""
     from dataclasses import replace
 
-    from harness.run_judge import stored_judgement
+    from harness.run.judge import stored_judgement
     from spark_reports.session import spark_session
     from verifiers.verify import verify_run
 

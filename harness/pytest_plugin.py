@@ -154,12 +154,12 @@ def _chaos_spark(request: pytest.FixtureRequest):
 @pytest.fixture
 def chaos_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
               _chaos_spark: dict):
-    """chaos_run(scenario, *overrides, seed=None) -> harness.runner.RunResult."""
+    """chaos_run(scenario, *overrides, seed=None) -> harness.run.runner.RunResult."""
     from pathlib import Path
 
     def run(scenario: str | None = None, *overrides: str, seed: int | None = None):
-        from harness.run_cli import preflight
-        from harness.runner import RunOptions, run_scenario
+        from harness.cli.run import preflight
+        from harness.run.runner import RunOptions, run_scenario
         from harness.scenario import load_scenario
         from spark_reports.session import session_scope
         loaded = load_scenario(scenario, tuple(overrides), seed)

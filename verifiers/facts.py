@@ -4,7 +4,7 @@ Conditional expectations ("duplicate == 0 when idempotent") need facts about the
 run. Each is computed by the part of the scenario that owns it: a workload family's
 facts of its section (families/*: `Family.facts`, named in its `fact_docs`), the
 topics' own below; the scenario model composes them (`Scenario.facts`,
-harness/scenario_model.py) and the Judgement carries them to the verifier, never
+harness/scenario/model.py) and the Judgement carries them to the verifier, never
 guessed from key paths. The expectations file's `facts:` mapping may override them.
 A fact that cannot be known (no scenario.yaml, or one that is not a valid scenario)
 is None: expectations that depend on it are reported as not judged, never silently

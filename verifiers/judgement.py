@@ -2,7 +2,7 @@
 model, the same whether the run is live or loaded from a stored run.
 
 `harness run` builds it from the run's own model; `harness verify RUN_DIR` from the
-run's stored scenario.yaml, read once into the model (harness/run_judge.py). Without a
+run's stored scenario.yaml, read once into the model (harness/run/judge.py). Without a
 model (no scenario.yaml, or one that is not a valid scenario) the facts are unknown and
 say why, and the expectations are the stored document's own `expect:` when it can be
 read, else the defaults. `verifiers.verify.verify_run` takes this and nothing else of

@@ -1,7 +1,7 @@
 """verify_run: a stored run history and its Judgement in; report/, a verdict out.
 
 `harness run` calls `verify_run` at the end of every run with the judgement built
-from its scenario model (harness/run_judge.py); `harness verify RUN_DIR` builds it
+from its scenario model (harness/run/judge.py); `harness verify RUN_DIR` builds it
 from the run's stored scenario.yaml, read once. The reconciling itself is the
 pipeline's (spark_reports/pipeline.py: its one entry point); this module judges the
 summary against the expectations and writes junit.xml beside it.

@@ -2,7 +2,7 @@
 producer, transactional or not; Kafka's VerifiableProducer), its consumer groups
 (ours; Kafka's VerifiableConsumer), and the facts a verifier asks of them.
 
-The builder (harness/scenario_build.py) fills the defaults that depend on other
+The builder (harness/scenario/build.py) fills the defaults that depend on other
 sections (a producer's topic, its seed) and checks what spans sections.
 """
 from __future__ import annotations

@@ -16,7 +16,7 @@ import yaml
 from terminal import run_in_terminal  # same dir: pytest puts it on sys.path
 
 from clusters.docker_env import docker_client
-from harness.phases import read_phases
+from harness.run.phases import read_phases
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 ALL_PHASES = ["validate", "images", "cluster-up", "observer", "topics", "workloads-start",

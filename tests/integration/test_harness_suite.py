@@ -12,7 +12,7 @@ from xml.etree import ElementTree as ET
 
 from test_harness_run import _leftovers, _sigint_default  # same dir: pytest puts it on sys.path
 
-from harness.phases import read_phases
+from harness.run.phases import read_phases
 
 
 def test_gate_suite_passes_and_writes_its_table(tmp_path):

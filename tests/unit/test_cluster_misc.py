@@ -4,7 +4,7 @@ import sys
 
 from clusters.labels import OWNER_PID, OWNER_START, owner_alive, owner_labels, run_labels
 from clusters.metrics import parse_prometheus
-from harness.doctor import Check, run_doctor
+from harness.cli.doctor import Check, run_doctor
 
 
 def test_parse_prometheus():

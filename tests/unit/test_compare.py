@@ -13,10 +13,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from core.errors import SpecError
+from harness.batch.compare import Axis, aggregate, differences, grid, parse_vary, plan, run_row
+from harness.batch.compare_plot import per_second
+from harness.batch.compare_report import write_outputs
 from harness.cli import main
-from harness.compare import Axis, aggregate, differences, grid, parse_vary, plan, run_row
-from harness.compare_plot import per_second
-from harness.compare_report import write_outputs
 from spark_reports.summary import Summary
 
 T0 = 1_800_000_000_000_000      # µs; the synthetic runs' first send
@@ -176,7 +176,7 @@ def test_per_second_from_history(tmp_path):
 
 
 def test_an_interrupted_compare_exits_2():
-    from harness.compare import exit_code
+    from harness.batch.compare import exit_code
     passed = {"status": "passed"}
     assert exit_code([passed, passed], planned=2) == 0
     assert exit_code([passed, {"status": "failed"}], planned=2) == 1

@@ -83,9 +83,9 @@ def test_a_failed_exec_fault_makes_the_run_exit_2_naming_it(tmp_path):
     from types import SimpleNamespace
 
     from core.context import RunContext
-    from harness import run_faults
-    from harness.phases import PhaseLog
     from harness.run import Run
+    from harness.run import faults as run_faults
+    from harness.run.phases import PhaseLog
 
     ctx = RunContext("R1", tmp_path, None)
     run = Run(ctx, scenario=None, phases=PhaseLog(tmp_path, None))

@@ -11,7 +11,7 @@ from clusters.external_spec import ExternalSpec
 from clusters.secrets import HIDDEN, Redactor, redacted, resolve, secret_values
 from core.errors import SpecError
 from harness.cli import main
-from harness.external_run import check_programs, for_run, groups_of, plan_lines, watch
+from harness.run.external import check_programs, for_run, groups_of, plan_lines, watch
 from harness.scenario import load_scenario
 
 EXTERNAL = """\
@@ -217,7 +217,7 @@ def test_the_report_lists_every_change_the_observer_saw():
 
 
 def test_cluster_up_takes_a_file_with_only_a_cluster(tmp_path):
-    from harness.cluster_cli import load_cluster_scenario
+    from harness.cli.cluster import load_cluster_scenario
     spec = write(tmp_path, "cluster: {mode: kraft-combined, version: '3.9', brokers: 3, security: sasl_ssl}\n")
     s = load_cluster_scenario(spec, ("cluster.brokers=5",))
     assert (s.cluster.security, s.cluster.brokers) == ("sasl_ssl", 5)

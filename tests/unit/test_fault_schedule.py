@@ -107,7 +107,7 @@ def test_every_kind_comes_once_before_any_comes_twice():
 
 
 def test_a_self_healing_fault_that_failed_half_way_is_healed_at_once(tmp_path):
-    from harness.fault_timeline import FaultTimeline, PlannedFault
+    from harness.run.fault_timeline import FaultTimeline, PlannedFault
     calls = []
     ctx = FaultContext(cluster=None, events=EventLog(tmp_path, "r1"))
     ok = PlannedFault("ok", 0.0, None, lambda: Recording("ok", calls), self_healing=True)

@@ -104,7 +104,7 @@ def test_a_fault_is_wholly_in_effect_from_the_end_of_its_inject():
 
 
 def test_the_end_table_shows_each_faults_isr_beside_its_recovery():
-    from harness.end_table import recovery_rows
+    from harness.run.end_table import recovery_rows
     from spark_reports.summary import Summary
     summary = {"metrics": {
         "recovery": [{"name": "pause", "fault_id": "p", "seconds": 9.5, "after_heal_s": 0.0,

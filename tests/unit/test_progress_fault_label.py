@@ -4,7 +4,7 @@ from __future__ import annotations
 from faults.process import Kill
 from faults.selectors import kafka_nodes
 from faults.toxics import LinkToxic, timeout
-from harness.progress import _where
+from harness.run.progress import _where
 
 
 class _Node:

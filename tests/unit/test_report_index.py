@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
+from harness.batch.report_index import find_runs
 from harness.cli import main
-from harness.report_index import find_runs
 
 HOUR_US = 3_600_000_000
 

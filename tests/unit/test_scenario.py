@@ -10,10 +10,10 @@ import yaml
 
 from core.context import Finalizers as Teardown
 from core.errors import SpecError
-from harness.fault_timeline import plan_faults
-from harness.phases import PhaseLog, interruption
+from harness.run.fault_timeline import plan_faults
+from harness.run.phases import PhaseLog, interruption
 from harness.scenario import builtin_names, load_scenario, parse_scenario
-from harness.yamlsource import Source
+from harness.scenario.yamlsource import Source
 
 
 @pytest.mark.parametrize("name", builtin_names())

@@ -9,8 +9,8 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from core.errors import SpecError
-from harness.suite import expand, load_suite, parse_budget, suite_tally
-from harness.suite_report import stability, write_outputs
+from harness.batch.suite import expand, load_suite, parse_budget, suite_tally
+from harness.batch.suite_report import stability, write_outputs
 
 
 def test_builtin_gate_suite_loads_and_every_scenario_validates():
@@ -102,7 +102,7 @@ def test_outputs_from_rows(tmp_path: Path):
 
 
 def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timings():
-    from harness.suite import observed
+    from harness.batch.suite import observed
     from spark_reports.summary import Summary
     summary = {"anomalies": {"lost": 0, "duplicate": 3},
                "verdict": {"checks": [{"expectation": "lost == 0", "actual": 0.0},
@@ -117,7 +117,7 @@ def test_observed_says_the_numbers_behind_each_expectation_and_the_claims_timing
 
 
 def test_a_rows_observed_has_the_controller_failover_faults_json_measured(tmp_path: Path):
-    from harness.suite import _fault_timings
+    from harness.batch.suite import _fault_timings
     (tmp_path / "faults.json").write_text(json.dumps([
         {"label": "controller-failover", "detail": {"failover_s": 2.54, "new_controller": "c-3"}},
         {"label": "kill", "detail": {}}]))
@@ -135,7 +135,7 @@ def test_the_closing_count_leaves_variants_the_budget_skipped_out():
 def _fake_runs(monkeypatch, outcomes: list):
     """run_suite with the runner replaced: each run's outcome in turn, a RunResult or an
     exception to raise (a Ctrl-C that lands between two runs)."""
-    from harness.runner import RunResult
+    from harness.run.runner import RunResult
     calls = []
 
     def run_scenario(scenario, options):
@@ -149,14 +149,14 @@ def _fake_runs(monkeypatch, outcomes: list):
         return RunResult(f"r{len(calls)}", run_dir, 0 if status == "passed" else 2, status,
                          "interrupted in phase faults" if interrupted else None,
                          interrupted=interrupted)
-    monkeypatch.setattr("harness.runner.run_scenario", run_scenario)
+    monkeypatch.setattr("harness.run.runner.run_scenario", run_scenario)
     monkeypatch.setattr("spark_reports.session.spark_session", lambda master: (None, False))
     return calls
 
 
 @pytest.mark.parametrize("how", ["inside a run", "between runs"])
 def test_an_interrupted_suite_starts_nothing_more_and_says_so(tmp_path, monkeypatch, how):
-    from harness.suite import NOT_STARTED, interrupted, run_suite
+    from harness.batch.suite import NOT_STARTED, interrupted, run_suite
     suite = load_suite("claims")
     runs, _ = expand(suite, [], [], 1)
     stop = ("unknown", True) if how == "inside a run" else KeyboardInterrupt()
@@ -172,7 +172,7 @@ def test_an_interrupted_suite_starts_nothing_more_and_says_so(tmp_path, monkeypa
 
 
 def test_a_suite_that_ran_to_its_end_is_not_interrupted(tmp_path, monkeypatch):
-    from harness.suite import interrupted, run_suite
+    from harness.batch.suite import interrupted, run_suite
     suite = load_suite("gate")
     runs, _ = expand(suite, [], [], 1)
     _fake_runs(monkeypatch, [("passed", False), ("failed", False)])

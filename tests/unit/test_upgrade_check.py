@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from core.errors import SpecError
-from harness.upgrade_check import LOAD_PER_NODE_S, upgrade_scenario
+from harness.batch.upgrade_check import LOAD_PER_NODE_S, upgrade_scenario
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 

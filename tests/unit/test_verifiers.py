@@ -182,7 +182,7 @@ def test_verify_command_missing_run_dir(tmp_path, capsys):
 def test_verify_judges_a_stored_run_at_its_own_unavailability_threshold(tmp_path):
     """`harness verify RUN_DIR` reads the threshold the run was made with
     (report.unavailability_threshold_s in its resolved scenario.yaml), not a default."""
-    from harness.run_judge import stored_judgement
+    from harness.run.judge import stored_judgement
     from harness.scenario import load_scenario
 
     stored = tmp_path / "scenario.yaml"

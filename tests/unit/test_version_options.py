@@ -5,8 +5,8 @@ import pytest
 from clusters.config import format_args
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
+from harness.batch.suite import _configuration, load_suite, version_matches
 from harness.scenario import load_scenario
-from harness.suite import _configuration, load_suite, version_matches
 from workloads.consumer import consumer_config
 from workloads.spec import ConsumerGroupSpec
 

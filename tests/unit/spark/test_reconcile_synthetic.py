@@ -10,8 +10,8 @@ import pytest
 from histories import History
 from synthetic import INJECTABLE, SyntheticSpec, generate
 
-from harness.run_judge import verify_command
-from harness.run_judge import verify_stored_run as verify_run
+from harness.run.judge import verify_command
+from harness.run.judge import verify_stored_run as verify_run
 
 pytestmark = pytest.mark.spark
 

@@ -14,9 +14,9 @@ from core.context import RunContext
 from faults.base import wait_full_isr
 from faults.context import context_for
 from faults.healall import heal_all, leftovers
-from harness.fault_timeline import FaultTimeline, plan_faults
-from harness.phases import FAILED, write_json
 from harness.run import Run
+from harness.run.fault_timeline import FaultTimeline, plan_faults
+from harness.run.phases import FAILED, write_json
 
 
 class FaultRun:

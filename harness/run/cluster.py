@@ -12,8 +12,8 @@ from clusters.docker_cluster import DockerCluster
 from clusters.external import ExternalCluster
 from clusters.images import ensure_images
 from clusters.observer import MetadataObserver
-from harness.external_run import groups_of
 from harness.run import Run
+from harness.run.external import groups_of
 
 
 def images(run: Run, detail: dict) -> None:

@@ -7,8 +7,8 @@ import json
 from html import escape
 from pathlib import Path
 
-from harness.compare import aggregate, differences, exit_code, fmt_spread
-from harness.compare_plot import plot, series_of
+from harness.batch.compare import aggregate, differences, exit_code, fmt_spread
+from harness.batch.compare_plot import plot, series_of
 from verifiers.junit import junit_xml
 
 STYLE = ("body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:1.5em}"
@@ -109,4 +109,4 @@ def junit(doc: dict) -> str:
             return name, "failed", "; ".join(r.get("failures") or []) or "expectations violated"
         return name, "error", str(r.get("reason"))
     return junit_xml(f"harness compare {doc.get('scenario')}",
-                     f"harness.compare.{doc.get('scenario')}", [case(r) for r in runs])
+                     f"harness.batch.compare.{doc.get('scenario')}", [case(r) for r in runs])

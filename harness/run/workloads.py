@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 
 from core.errors import HarnessError
 from families import named_by
-from harness.phases import FAILED
 from harness.run import Run
+from harness.run.phases import FAILED
 from workloads.drain import drain as drain_all
 from workloads.history_tail import HistoryTail
 

@@ -3,7 +3,7 @@
 Its sections contain the specs that own their fields (clusters.spec.ClusterSpec,
 workloads.spec.ProducerSpec, ConsumerGroupSpec, DrainSpec, faults.schedule.ScheduleSpec,
 verifiers.expectations.ExpectationSet); the facts a verifier asks are its properties
-(`Scenario.facts`). harness/scenario.py loads it from YAML, harness/scenario_build.py
+(`Scenario.facts`). harness/scenario/ loads it from YAML, harness/scenario/build.py
 builds it section by section.
 """
 from __future__ import annotations

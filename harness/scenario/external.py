@@ -1,5 +1,5 @@
 """The scenario's rules for a cluster the harness did not start, or one it secured:
-what such a cluster cannot be asked (harness/scenario_build.py calls these with its
+what such a cluster cannot be asked (harness/scenario/build.py calls these with its
 Builder: every refusal names the file, line and field).
 
 An external cluster (`cluster.external`): only the fault kinds that allow it (`exec`;

@@ -14,13 +14,13 @@ from core.errors import HarnessError
 
 
 def _doctor(args: argparse.Namespace) -> int:
-    from harness.doctor import run_doctor
+    from harness.cli.doctor import run_doctor
     return run_doctor(verbose=args.verbose)
 
 
 def _gc(args: argparse.Namespace) -> int:
     from clusters.gc import collect_garbage
-    from harness.orphans import reap_orphan_spark_drivers
+    from harness.run.orphans import reap_orphan_spark_drivers
     removed = collect_garbage(all_runs=args.all, dry_run=args.dry_run)
     jvms = reap_orphan_spark_drivers(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
@@ -44,8 +44,8 @@ def _images_list(args: argparse.Namespace) -> int:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from harness.phases import interruption
-    from harness.run_judge import verify_command
+    from harness.run.judge import verify_command
+    from harness.run.phases import interruption
     why = interruption(args.run_dir)
     if why is not None:
         # No complete drain: nothing can be said about loss, so no Spark job is started.
@@ -55,38 +55,38 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from harness.run_cli import run_command
+    from harness.cli.run import run_command
     return run_command(args)
 
 
 def _suite(args: argparse.Namespace) -> int:
-    from harness.run_cli import suite_command
+    from harness.cli.run import suite_command
     return suite_command(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from harness.compare_cli import compare_command
+    from harness.cli.compare import compare_command
     return compare_command(args)
 
 
 def _upgrade_check(args: argparse.Namespace) -> int:
-    from harness.upgrade_check import upgrade_check_command
+    from harness.cli.upgrade import upgrade_check_command
     return upgrade_check_command(args)
 
 
 def _list(args: argparse.Namespace) -> int:
-    from harness.run_cli import list_command
+    from harness.cli.run import list_command
     return list_command()
 
 
 def _report(args: argparse.Namespace) -> int:
     if args.index:
-        from harness.report_index import write_index
+        from harness.batch.report_index import write_index
         print(f"index: {write_index(args.index)}")
         return 0
     if not args.run_dir:
         raise HarnessError("harness report: give a RUN_DIR, or --index DIR")
-    from harness.report_cmd import rerender
+    from harness.cli.report import rerender
     print(f"report: {rerender(args.run_dir)}")
     return 0
 
@@ -114,7 +114,7 @@ def _add_machine_commands(sub) -> None:
     il = isub.add_parser("list", help="the images built: Kafka version, size, age")
     il.set_defaults(func=_images_list)
 
-    from harness.cluster_cli import add_parser as add_cluster  # argparse only; the work is lazy
+    from harness.cli.cluster import add_parser as add_cluster  # argparse only; the work is lazy
     add_cluster(sub)
 
 
@@ -149,9 +149,9 @@ def _add_run_commands(sub) -> None:
     su.add_argument("--plain", action="store_true", help="plain progress lines")
     su.set_defaults(func=_suite)
 
-    from harness.compare_cli import add_parser as add_compare  # argparse only; the work is lazy
+    from harness.cli.compare import add_parser as add_compare  # argparse only; the work is lazy
     add_compare(sub).set_defaults(func=_compare)
-    from harness.upgrade_check import add_parser as add_upgrade_check
+    from harness.cli.upgrade import add_parser as add_upgrade_check
     add_upgrade_check(sub).set_defaults(func=_upgrade_check)
 
     ls = sub.add_parser("list", help="the built-in scenarios, one line each")

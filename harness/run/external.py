@@ -19,7 +19,7 @@ from core.errors import SpecError
 from faults.catalog import resolve_fault
 from faults.exec import DESCRIBED_NODE_KEYS, OWN_NODE_KEYS, command_plan, scenario_nodes
 from faults.selectors import PARTITION_SELECTORS
-from harness.scenario_model import Faults, Scenario
+from harness.scenario.model import Faults, Scenario
 
 SHELL_WORDS = frozenset({"cd", "if", "for", "while", "case", "exec", "export", "true", "false", "test",
                          "[", "echo", "printf", "set", "until", "{", "(", "!", "eval", "command", ":"})

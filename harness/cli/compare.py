@@ -1,9 +1,9 @@
-"""`harness compare`: argument handling around harness.compare.
+"""`harness compare`: argument handling around harness.batch.compare.
 
 Every variant is validated (an unknown --vary key is named with the closest
 known field) before the machine is checked and before a compare dir exists.
 
-harness/cli.py builds every subcommand's parser at start, so this module imports
+harness/cli/ builds every subcommand's parser at start, so this module imports
 only argparse at load time; the command's own imports (Spark, Docker, Kafka's
 client through the runner) are made when it runs.
 """
@@ -31,9 +31,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 def compare_command(args: argparse.Namespace) -> int:
     from clusters.labels import new_run_id
-    from harness.compare import parse_vary, plan, run_compare
-    from harness.compare_report import write_outputs
-    from harness.run_cli import preflight
+    from harness.batch.compare import parse_vary, plan, run_compare
+    from harness.batch.compare_report import write_outputs
+    from harness.cli.run import preflight
     axes = parse_vary(args.vary)
     planned = plan(args.scenario, axes, args.repeat, tuple(args.overrides), args.seed)
     preflight()

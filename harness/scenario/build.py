@@ -2,7 +2,7 @@
 
 Each section's fields are checked by the spec that owns them; this module fills
 in the defaults that depend on other sections (a producer's topic, its seed,
-the drain's topics) and checks what spans sections. See harness/scenario.py.
+the drain's topics) and checks what spans sections. See harness/scenario/.
 """
 from __future__ import annotations
 
@@ -22,8 +22,8 @@ from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.needs import Need
 from faults.schedule import ScheduleSpec
 from faults.selectors import selector_clients, selector_refs
-from harness import scenario_external
-from harness.scenario_model import (
+from harness.scenario import external as scenario_external
+from harness.scenario.model import (
     AppliesTo,
     Faults,
     Nemesis,
@@ -32,7 +32,7 @@ from harness.scenario_model import (
     TimelineFault,
     TopicSpec,
 )
-from harness.yamlsource import CONFIG_MAPS, Source
+from harness.scenario.yamlsource import CONFIG_MAPS, Source
 from verifiers.expectations import DEFAULTS, ExpectationSet, parse_document, parse_expectation
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, idempotent_by_default
 
@@ -93,7 +93,7 @@ class Builder:
         if not isinstance(node, kind):
             names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
             self.fail(path, f"must be a {_KIND_WORDS.get(names, names)}, got {type(node).__name__}",
-                      "see the scenario format in harness/scenario.py")
+                      "see the scenario format in harness/scenario/")
         return node
 
 

@@ -1,5 +1,5 @@
 """One run as the runner keeps it: the shared RunContext, the scenario, the phase log,
-and a handle on each resource its phases made (harness/runner.py lists where each is
+and a handle on each resource its phases made (harness/run/runner.py lists where each is
 created and removed). Workloads, faults and the verifier receive the RunContext, never
 this record.
 """
@@ -11,7 +11,7 @@ from typing import Any, Protocol
 
 from clusters.observer import MetadataObserver
 from core.context import RunContext
-from harness.phases import INTERRUPTED, PhaseLog
+from harness.run.phases import INTERRUPTED, PhaseLog
 from harness.scenario import Scenario
 from spark_reports.summary import Summary
 from verifiers.verify import VerifyResult

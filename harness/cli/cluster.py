@@ -62,7 +62,7 @@ def _state_dir(cluster_id: str) -> Path:
 
 def up_command(args: argparse.Namespace) -> int:
     from clusters.docker_cluster import DockerCluster
-    from harness.run_cli import preflight
+    from harness.cli.run import preflight
     scenario = load_cluster_scenario(args.scenario, tuple(args.overrides))
     if scenario.cluster.external is not None:
         raise HarnessError("harness cluster up starts one of our clusters; this scenario's is external")
@@ -86,7 +86,7 @@ def load_cluster_scenario(path_or_name: str | None, overrides: tuple[str, ...] =
     """A scenario, or a spec: a file with only `cluster:` (and perhaps `name:`), whose
     cluster is validated as a scenario's is (the file, line and field named)."""
     from harness.scenario import known_fields, parse_scenario, read_source, resolve_path
-    from harness.yamlsource import apply_set, load_yaml
+    from harness.scenario.yamlsource import apply_set, load_yaml
     path = resolve_path(path_or_name)
     data, source = load_yaml(read_source(path), str(path))
     if isinstance(data, dict) and set(data) <= {"name", "cluster"}:

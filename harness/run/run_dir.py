@@ -12,9 +12,9 @@ from typing import Any
 from clusters.docker_env import docker_client
 from core.errors import HarnessError
 from core.history import now_us
-from harness.external_run import for_run
-from harness.phases import write_json
 from harness.run import Run, RunResult
+from harness.run.external import for_run
+from harness.run.phases import write_json
 
 
 def validate(run: Run, detail: dict) -> None:

@@ -14,7 +14,7 @@ differences worth a reader's attention (`differences`) are:
   - a fault's recovery more than 2x apart between two variants.
 With repeats a difference is called only when the variants' spreads (min..max
 over repeats) do not overlap, so one noisy run does not make a claim.
-Outputs: compare.json, index.html, junit.xml (harness/compare_report.py).
+Outputs: compare.json, index.html, junit.xml (harness/batch/compare_report.py).
 Exit 0 when every run met its scenario's expectations, 1 otherwise, 2 on bad input.
 """
 from __future__ import annotations
@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from core.errors import SpecError
-from harness.runner import run_all
+from harness.run.runner import run_all
 from harness.scenario import Scenario, load_scenario
 from spark_reports.summary import Summary
 

@@ -36,14 +36,14 @@ from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
 from faults.schedule import ScheduleSpec
-from harness import scenario_model as sm
-from harness.scenario_build import TOP_LEVEL, Builder, build
-from harness.scenario_model import Scenario
-from harness.yamlsource import Source, apply_set, load_yaml
+from harness.scenario import model as sm
+from harness.scenario.build import TOP_LEVEL, Builder, build
+from harness.scenario.model import Scenario
+from harness.scenario.yamlsource import Source, apply_set, load_yaml
 from verifiers.facts import model_facts
 from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec
 
-BUILTIN_DIR = Path(__file__).with_name("scenarios")
+BUILTIN_DIR = Path(__file__).parent.parent / "scenarios"
 
 
 def parse_scenario(data: Any, source: Source) -> Scenario:

@@ -109,6 +109,6 @@ def _junit(name: str, rows: list[dict]) -> str:
         if r["verdict"] == "failed":
             return "; ".join(r.get("failures") or []) or "expectations violated"
         return str(r.get("why") or r.get("reason") or "")
-    return junit_xml(f"harness suite {name}", f"harness.suite.{name}",
+    return junit_xml(f"harness suite {name}", f"harness.batch.suite.{name}",
                      [(f"{r['scenario']} [{r['mode']} {r['version']} #{r['repeat']}]",
                        outcome.get(r["verdict"], "error"), message(r)) for r in rows])

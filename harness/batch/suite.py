@@ -11,7 +11,7 @@ each into its own run dir under the suite's dir, sharing one Spark session for
 their verification; a variant that fails or cannot run does not stop the others.
 `--budget` starts no variant that would not finish in time (its estimate: the
 workload's duration plus a measured fixed cost), and lists what it skipped.
-Writes summary.json, index.html and junit.xml (harness/suite_report.py).
+Writes summary.json, index.html and junit.xml (harness/batch/suite_report.py).
 Exit 0 when every variant that ran was as expected, 1 otherwise, 2 when the
 suite itself could not run.
 """
@@ -28,11 +28,11 @@ import yaml
 
 from clusters.versions import resolve_version
 from core.errors import SpecError
-from harness.runner import run_all
+from harness.run.runner import run_all
 from harness.scenario import Scenario, load_scenario
 from spark_reports.summary import Summary
 
-SUITES_DIR = Path(__file__).with_name("suites")
+SUITES_DIR = Path(__file__).parent.parent / "suites"
 NOT_STARTED = "not started: the suite was interrupted"
 FIXED_COST_S = 100.0          # cluster up, drain, stop, verify of a small run (benchmarks/RESULTS.md)
 

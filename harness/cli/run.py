@@ -1,4 +1,4 @@
-"""`harness run` and `harness list`: argument handling around harness.runner.
+"""`harness run` and `harness list`: argument handling around harness.run.runner.
 
 Bad input is refused before anything starts: the scenario (with its `--set`
 overrides) is validated, the Docker engine asked, root checked; only then is a
@@ -17,11 +17,11 @@ import yaml
 from clusters.docker_env import docker_client
 from clusters.labels import new_run_id
 from core.errors import HarnessError
-from harness import external_run
-from harness.runner import RunOptions, run_scenario
+from harness.batch.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
+from harness.batch.suite_report import write_outputs
+from harness.run import external as external_run
+from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import BUILTIN_DIR, builtin_names, load_scenario
-from harness.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
-from harness.suite_report import write_outputs
 
 
 def preflight(scenario=None) -> None:

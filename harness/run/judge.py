@@ -20,10 +20,10 @@ from pathlib import Path
 
 from core.errors import HarnessError, SpecError
 from families import named_by
-from harness.end_table import print_end_table
-from harness.orphans import child_jvms
 from harness.run import Run
-from harness.run_dir import write_manifest
+from harness.run.end_table import print_end_table
+from harness.run.orphans import child_jvms
+from harness.run.run_dir import write_manifest
 from harness.scenario import Scenario, Stored, load_stored
 from verifiers.expectations import ExpectationSet, load_expectations, parse_document
 from verifiers.facts import model_facts

@@ -61,10 +61,13 @@ from clusters.labels import new_run_id
 from core.context import RunContext, RunOptions
 from core.errors import HarnessError
 from core.history import EventLog
-from harness import run_cluster, run_dir, run_faults, run_judge, run_workloads
-from harness.phases import INTERRUPTED, PhaseLog
-from harness.progress import make_progress
-from harness.run import Run, RunResult
+from harness.run import Run, RunResult, run_dir
+from harness.run import cluster as run_cluster
+from harness.run import faults as run_faults
+from harness.run import judge as run_judge
+from harness.run import workloads as run_workloads
+from harness.run.phases import INTERRUPTED, PhaseLog
+from harness.run.progress import make_progress
 from spark_reports.session import session_scope
 
 if TYPE_CHECKING:

@@ -16,13 +16,12 @@ ZooKeeper to 4.x (sent to `harness run zk-migration` first), a rollback across 3
 """
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from core.errors import SpecError
 
-# harness/cli.py builds every subcommand's parser at start: this module imports only
+# the CLI (harness/cli/) builds every subcommand's parser at start: this module imports only
 # argparse at load time, and the scenario model, Docker and Spark when the command runs.
 if TYPE_CHECKING:
     from harness.scenario import Scenario
@@ -82,7 +81,7 @@ def upgrade_plan_of(scenario: Scenario):
 def _where(path_or_name: str | None, overrides: tuple[str, ...], path: tuple) -> str:
     """file:line field (or the --set that wrote it), as every scenario error says."""
     from harness.scenario import _display, known_fields, resolve_path
-    from harness.yamlsource import apply_set, load_yaml
+    from harness.scenario.yamlsource import apply_set, load_yaml
     file = resolve_path(path_or_name or DEFAULT_SCENARIO)
     data, source = load_yaml(file.read_text(), _display(file))
     for assignment in overrides:
@@ -100,14 +99,6 @@ def _version(flag: str, alias: str, resolve):
 
 def _quoted(text: str) -> str:
     return (text or "").replace("'", "''")
-
-
-def upgrade_check_command(args: argparse.Namespace) -> int:
-    from harness.run_cli import run_loaded
-    scenario = upgrade_scenario(args.scenario, args.from_version, args.to_version,
-                                tuple(args.overrides), args.seed, rollback=args.rollback)
-    print("\n".join(upgrade_plan_of(scenario).lines()), flush=True)
-    return run_loaded(scenario, args, epilogue=lambda result: print(upgrade_lines(result.run_dir)))
 
 
 def upgrade_lines(run_dir: Path) -> str:
@@ -132,24 +123,3 @@ def upgrade_lines(run_dir: Path) -> str:
     lines.append(f"  the whole upgrade: {f'{took:.1f} s' if took is not None else 'did not finish'}"
                  + (f"; error: {upgrade['error']}" if upgrade.get("error") else ""))
     return "\n".join(lines)
-
-
-def add_parser(sub) -> argparse.ArgumentParser:
-    u = sub.add_parser("upgrade-check", help="upgrade your cluster under load and judge it "
-                       "(rolling: controllers, brokers, metadata version)")
-    u.add_argument("--from", dest="from_version", required=True, help="the version you run, e.g. 3.9")
-    u.add_argument("--to", dest="to_version", required=True, help="the version you upgrade to, e.g. 4")
-    u.add_argument("--scenario", default=None,
-                   help=f"your topology and configs: a scenario file or built-in (default {DEFAULT_SCENARIO})")
-    u.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field, e.g. --set cluster.brokers=5 --set topic.configs.min.insync.replicas=2")
-    u.add_argument("--rollback", action="store_true",
-                   help="upgrade the binaries, then roll them back before the metadata version is "
-                   "raised (where Kafka documents it); judged like the upgrade")
-    u.add_argument("--seed", type=int, default=None)
-    u.add_argument("--runs-dir", type=Path, default=Path("runs"))
-    u.add_argument("--no-verify", action="store_true")
-    u.add_argument("--spark-master", default=None)
-    u.add_argument("--plain", action="store_true")
-    u.add_argument("--dry-run", action="store_true", help="print the resolved scenario; start nothing")
-    return u

@@ -1,0 +1,1 @@
+"""Batches of runs: suites, compare, upgrade-check, the report index."""
