@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from core.errors import HarnessError
+from harness.cli.flags import PROGRESS, RUNNING, SPARK, Options
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -56,7 +57,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from harness.cli.run import run_command
-    return run_command(args)
+    return run_command(Options.of(args))
 
 
 def _suite(args: argparse.Namespace) -> int:
@@ -119,25 +120,17 @@ def _add_machine_commands(sub) -> None:
 
 
 def _add_run_commands(sub) -> None:
-    r = sub.add_parser("run", help="run a scenario: cluster, workload, faults, verdict")
+    r = sub.add_parser("run", help="run a scenario: cluster, workload, faults, verdict",
+                       parents=RUNNING)
     r.add_argument("scenario", nargs="?", default=None,
                    help="a scenario YAML file or a built-in name (`harness list`); default: default")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a field, e.g. --set cluster.brokers=5 --set producer.acks=1")
-    r.add_argument("--seed", type=int, default=None, help="fix every random choice")
-    r.add_argument("--runs-dir", default="runs", help="where run directories go (default runs/)")
-    r.add_argument("--no-verify", action="store_true", help="store the history, do not judge it")
-    r.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
-    r.add_argument("--plain", action="store_true", help="plain progress lines, even on a terminal")
-    r.add_argument("--dry-run", action="store_true",
-                   help="validate and print the resolved scenario (and the commands exec faults "
-                   "would run); start nothing")
     r.add_argument("--watch", action="store_true",
                    help="no faults from the harness: the load runs while you make your own changes "
                    "(a rolling upgrade, maintenance); the report shows every change it saw")
     r.set_defaults(func=_run)
 
-    su = sub.add_parser("suite", help="run many scenarios as one job (a built-in suite or a folder)")
+    su = sub.add_parser("suite", help="run many scenarios as one job (a built-in suite or a folder)",
+                        parents=[SPARK, PROGRESS])
     su.add_argument("suite", help="a built-in suite (gate, ...), a suite YAML file or a folder of scenarios")
     su.add_argument("--modes", default=None,
                     help="e.g. kraft,zookeeper (kraft: each scenario's own KRaft mode) or kraft-isolated")
@@ -145,8 +138,6 @@ def _add_run_commands(sub) -> None:
     su.add_argument("--repeat", type=int, default=1, help="run each N times with different seeds")
     su.add_argument("--budget", default=None, help="start nothing that would end later, e.g. 90m")
     su.add_argument("--suites-dir", default="suites", help="where suite dirs go (default suites/)")
-    su.add_argument("--spark-master", default=None)
-    su.add_argument("--plain", action="store_true", help="plain progress lines")
     su.set_defaults(func=_suite)
 
     from harness.cli.compare import add_parser as add_compare  # argparse only; the work is lazy
@@ -165,9 +156,9 @@ def _add_result_commands(sub) -> None:
                     help="one page over every run below DIR: trends per scenario, linked to each run")
     rp.set_defaults(func=_report)
 
-    v = sub.add_parser("verify", help="reconcile a stored run and write its report")
+    v = sub.add_parser("verify", help="reconcile a stored run and write its report",
+                       parents=[SPARK])
     v.add_argument("run_dir")
-    v.add_argument("--spark-master", default=None, help="Spark master URL (default local[*])")
     v.add_argument("--expect", default=None, help="expectations file (YAML)")
     v.set_defaults(func=_verify)
 

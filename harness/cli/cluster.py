@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from clusters import storage
 from clusters.labels import KEPT, RUN_ID, new_run_id
 from core.errors import HarnessError
+from harness.cli.flags import SET
 
 if TYPE_CHECKING:
     from clusters.docker_cluster import DockerCluster
@@ -40,11 +41,10 @@ SPEC_ONLY_FILL = {"topics": [{"name": "t", "partitions": 1, "replication_factor"
 def add_parser(sub) -> argparse.ArgumentParser:
     c = sub.add_parser("cluster", help="start one of our clusters and leave it running (up, ls, down)")
     csub = c.add_subparsers(dest="cluster_command", required=True)
-    up = csub.add_parser("up", help="start a scenario's cluster and leave it running")
+    up = csub.add_parser("up", help="start a scenario's cluster and leave it running",
+                         parents=[SET])
     up.add_argument("scenario", nargs="?", default=None,
                     help="a scenario (or a file with only cluster:) or a built-in name; default: default")
-    up.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                    help="e.g. --set cluster.security=sasl_ssl --set cluster.brokers=3")
     up.add_argument("--json", action="store_true", help="print one JSON object")
     up.set_defaults(func=up_command)
     ls = csub.add_parser("ls", help="the clusters left running")

@@ -13,19 +13,17 @@ import argparse
 import time
 from pathlib import Path
 
+from harness.cli.flags import PROGRESS, SEED, SET, SPARK
+
 
 def add_parser(sub) -> argparse.ArgumentParser:
-    c = sub.add_parser("compare", help="run one scenario under several configurations, side by side")
+    c = sub.add_parser("compare", help="run one scenario under several configurations, side by side",
+                       parents=[SET, SEED, SPARK, PROGRESS])
     c.add_argument("scenario", help="a scenario YAML file or a built-in name (`harness list`)")
     c.add_argument("--vary", action="append", default=[], metavar="KEY=V1,V2",
                    help="a field and its values, e.g. --vary producer.acks=1,all (repeat for a grid)")
-    c.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="an override for every variant")
     c.add_argument("--repeat", type=int, default=1, help="runs per variant (seeds seed, seed+1, …)")
-    c.add_argument("--seed", type=int, default=None, help="the seed of every variant's first run")
     c.add_argument("--compares-dir", default="compares", help="where compare dirs go (default compares/)")
-    c.add_argument("--spark-master", default=None)
-    c.add_argument("--plain", action="store_true", help="plain progress lines")
     return c
 
 

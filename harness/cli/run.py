@@ -19,6 +19,7 @@ from clusters.labels import new_run_id
 from core.errors import HarnessError
 from harness.batch.suite import expand, interrupted, load_suite, parse_budget, run_suite, suite_tally
 from harness.batch.suite_report import write_outputs
+from harness.cli.flags import Options
 from harness.run import external as external_run
 from harness.run.runner import RunOptions, run_scenario
 from harness.scenario import BUILTIN_DIR, builtin_names, load_scenario
@@ -36,20 +37,20 @@ def preflight(scenario=None) -> None:
     docker_client()
 
 
-def run_command(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, tuple(args.overrides), args.seed)
-    if getattr(args, "watch", False):
+def run_command(opts: Options) -> int:
+    scenario = load_scenario(opts.scenario, opts.overrides, opts.seed)
+    if opts.watch:
         scenario, dropped = external_run.watch(scenario)
         print(f"harness run --watch: no faults from the harness ({dropped} planned fault(s) left "
               f"out); the load runs {scenario.workload.duration_s:g} s while you make your changes",
               flush=True)
-    return run_loaded(scenario, args)
+    return run_loaded(scenario, opts)
 
 
-def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
+def run_loaded(scenario, opts: Options, epilogue=None) -> int:
     """Run a validated scenario with `harness run`'s options (dry run, runs dir, progress);
     `epilogue(result)` prints a command's own lines before the verdict."""
-    if args.dry_run:
+    if opts.dry_run:
         sys.stdout.write(scenario.to_yaml())
         plan = external_run.plan_lines(scenario)
         if plan:
@@ -58,9 +59,8 @@ def run_loaded(scenario, args: argparse.Namespace, epilogue=None) -> int:
                 f"#   {'    ' if i else ''}{part}\n" for line in plan for i, part in enumerate(line.split("\n"))))
         return 0
     preflight(scenario)
-    options = RunOptions(runs_dir=Path(args.runs_dir), verify=not args.no_verify,
-                         spark_master=args.spark_master,
-                         progress="plain" if args.plain else "auto")
+    options = RunOptions(runs_dir=opts.runs_dir, verify=opts.verify,
+                         spark_master=opts.spark_master, progress=opts.progress)
     print(f"harness run: scenario {scenario.name} ({scenario.source}), seed {scenario.seed}",
           flush=True)
     result = run_scenario(scenario, options)
