@@ -37,9 +37,10 @@ def preflight(scenario=None) -> None:
 
 
 def run_command(args: argparse.Namespace) -> int:
-    scenario = load_scenario(args.scenario, tuple(args.overrides), args.seed)
-    if getattr(args, "watch", False):
-        scenario, dropped = external_run.watch(scenario)
+    if not getattr(args, "watch", False):
+        scenario = load_scenario(args.scenario, tuple(args.overrides), args.seed)
+    else:
+        scenario, dropped = external_run.watch(args.scenario, tuple(args.overrides), args.seed)
         print(f"harness run --watch: no faults from the harness ({dropped} planned fault(s) left "
               f"out); the load runs {scenario.workload.duration_s:g} s while you make your changes",
               flush=True)
