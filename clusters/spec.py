@@ -67,6 +67,19 @@ def _int_prop(props: Mapping[str, str], key: str, field_name: str) -> int | None
                         f"set {key} to a whole number") from None
 
 
+def _toxiproxy_from_yaml(kw: dict[str, Any]) -> dict[str, Any]:
+    """YAML 1.1 reads a bare `off` (and `no`, `false`) as False, `on`/`yes`/`true` as True."""
+    value = kw.get("toxiproxy")
+    if value is False:
+        return {**kw, "toxiproxy": TOXIPROXY_OFF}
+    if value is True:
+        # "on" does not say which listeners go through toxiproxy: name the choices.
+        raise SpecError("cluster.toxiproxy", "true (YAML reads on, yes and true so) does not say which listeners",
+                        f"write {TOXIPROXY_CLIENT} (clients through toxiproxy) or {TOXIPROXY_ALL} "
+                        "(clients and replication), or off")
+    return kw
+
+
 @dataclass(frozen=True)
 class ClusterSpec:
     mode: str = KRAFT_COMBINED
@@ -142,6 +155,7 @@ class ClusterSpec:
             kw["log_levels"] = _as_props(kw["log_levels"] or {}, "cluster.log_levels")
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
+        kw = _toxiproxy_from_yaml(kw)
         if not isinstance(kw.get("dynamic_quorum", False), bool):
             raise SpecError("cluster.dynamic_quorum", f"{kw['dynamic_quorum']!r}", "write true or false")
         if kw.get("eligible_leader_replicas") not in (None, True, False):

@@ -38,9 +38,10 @@ def preflight(scenario=None) -> None:
 
 
 def run_command(opts: Options) -> int:
-    scenario = load_scenario(opts.scenario, opts.overrides, opts.seed)
-    if opts.watch:
-        scenario, dropped = external_run.watch(scenario)
+    if not opts.watch:
+        scenario = load_scenario(opts.scenario, opts.overrides, opts.seed)
+    else:
+        scenario, dropped = external_run.watch(opts.scenario, opts.overrides, opts.seed)
         print(f"harness run --watch: no faults from the harness ({dropped} planned fault(s) left "
               f"out); the load runs {scenario.workload.duration_s:g} s while you make your changes",
               flush=True)

@@ -19,7 +19,8 @@ from core.errors import SpecError
 from faults.catalog import resolve_fault
 from faults.exec import DESCRIBED_NODE_KEYS, OWN_NODE_KEYS, command_plan, scenario_nodes
 from faults.selectors import PARTITION_SELECTORS
-from harness.scenario.model import Faults, Scenario
+from harness.scenario import load_document, parse_scenario
+from harness.scenario.model import Scenario
 
 SHELL_WORDS = frozenset({"cd", "if", "for", "while", "case", "exec", "export", "true", "false", "test",
                          "[", "echo", "printf", "set", "until", "{", "(", "!", "eval", "command", ":"})
@@ -136,8 +137,16 @@ def plan_lines(s: Scenario) -> list[str]:
     return lines
 
 
-def watch(s: Scenario) -> tuple[Scenario, int]:
+def watch(path_or_name: str | None, overrides: tuple[str, ...] = (),
+          seed: int | None = None) -> tuple[Scenario, int]:
     """`--watch`: the scenario without its faults (the user makes their own changes while
-    the load runs); and how many planned faults that drops."""
-    dropped = len(s.faults.timeline) + (1 if s.faults.nemesis is not None else 0)
-    return s.model_copy(update={"faults": Faults(recovery_timeout_s=s.faults.recovery_timeout_s)}), dropped
+    the load runs); and how many planned faults that drops. The faults go before the
+    scenario is validated: their times need not fit a load shortened for the watch."""
+    data, source = load_document(path_or_name, overrides, seed)
+    faults = data.get("faults") if isinstance(data, dict) else None
+    if not isinstance(faults, dict):
+        return parse_scenario(data, source), 0
+    timeline = faults.get("timeline")
+    dropped = (len(timeline) if isinstance(timeline, list) else 0) + (1 if faults.get("nemesis") else 0)
+    kept = {k: v for k, v in faults.items() if k not in ("timeline", "nemesis")}
+    return parse_scenario({**data, "faults": kept}, source), dropped

@@ -93,6 +93,13 @@ def read_source(path: Path) -> str:
 def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = (),
                   seed: int | None = None) -> Scenario:
     """A scenario file, or a built-in name (`harness list`), with `--set` overrides."""
+    return parse_scenario(*load_document(path_or_name, overrides, seed))
+
+
+def load_document(path_or_name: str | None = None, overrides: tuple[str, ...] = (),
+                  seed: int | None = None) -> tuple[Any, Source]:
+    """The scenario document with `--set` overrides applied, not yet validated (for a
+    caller that changes it first, as `--watch` drops the faults)."""
     path = resolve_path(path_or_name)
     data, source = load_yaml(read_source(path), _display(path))
     data = data if data is not None else {}
@@ -102,7 +109,7 @@ def load_scenario(path_or_name: str | None = None, overrides: tuple[str, ...] = 
             data = apply_set(data, assignment, known, source)
         if seed is not None:
             data = {**data, "seed": seed}
-    return parse_scenario(data, source)
+    return data, source
 
 
 def _display(path: Path) -> str:

@@ -145,8 +145,29 @@ def test_dry_run_prints_each_command_per_node_it_could_pick(tmp_path, capsys):
 
 
 def test_watch_leaves_the_faults_out(tmp_path):
-    s, dropped = watch(load_scenario(write(tmp_path, EXTERNAL)))
+    s, dropped = watch(write(tmp_path, EXTERNAL))
     assert dropped == 1 and s.faults.timeline == ()
+
+
+def test_watch_with_a_shorter_load_drops_the_faults_before_their_times_are_checked(
+        tmp_path, capsys, monkeypatch):
+    # docs/kubernetes.md: `--watch --set workload.duration_s=60` on a recipe whose faults
+    # start at 30 s and 150 s; without faults there is nothing to place inside the 60 s.
+    monkeypatch.setenv("KAFKA_PASSWORD", "x")
+    recipe = Path(__file__).parents[2] / "docs/recipes/strimzi-delete-pod.yaml"
+    code = main(["run", str(recipe), "--watch", "--set", "workload.duration_s=60", "--dry-run"])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "2 planned fault(s) left out" in out and "the load runs 60 s" in out
+    assert yaml.safe_load(out.split("\n", 1)[1])["faults"]["timeline"] == []
+    s, _ = watch(str(recipe), ("workload.duration_s=60",))
+    assert s.faults.recovery_timeout_s == 600           # the faults' other settings are kept
+
+
+def test_watch_still_refuses_a_broken_scenario(tmp_path, capsys):
+    broken = EXTERNAL.replace("duration_s: 30", "duration_s: -3")
+    assert main(["run", write(tmp_path, broken), "--watch", "--dry-run"]) == 2
+    assert "duration_s" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize("old, new, field", [

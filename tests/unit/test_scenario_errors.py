@@ -161,3 +161,22 @@ def test_malformed_scenario_exits_2_naming_file_line_and_field(tmp_path, capsys,
 
 def test_the_base_document_is_valid(tmp_path):
     assert main(["run", str(_write(tmp_path, BASE)), "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize("how", ["file", "set"])
+def test_toxiproxy_off_is_read_as_off_although_yaml_reads_it_as_false(tmp_path, capsys, how):
+    # YAML 1.1 reads a bare `off` as False: the value the user typed must still mean off.
+    text = BASE.replace("  brokers: 3", "  brokers: 3\n  toxiproxy: off") if how == "file" else BASE
+    extra = ["--set", "cluster.toxiproxy=off"] if how == "set" else []
+    code = main(["run", str(_write(tmp_path, text)), "--dry-run", *extra])
+    out, err = capsys.readouterr()
+    assert code == 0, err
+    assert "toxiproxy: 'off'" in out or "toxiproxy: off" in out, out
+
+
+def test_toxiproxy_true_is_refused_naming_the_modes_it_could_mean(tmp_path, capsys):
+    path = _write(tmp_path, BASE.replace("  brokers: 3", "  brokers: 3\n  toxiproxy: yes"))
+    assert main(["run", str(path), "--dry-run"]) == 2
+    err = capsys.readouterr().err
+    assert "cluster.toxiproxy" in err and ":5 " in err, err
+    assert "client+replication" in err and "use one of off" not in err, err
