@@ -8,6 +8,7 @@ harness could not do what was asked.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from core.errors import HarnessError
@@ -182,6 +183,10 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("harness: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # `harness list | head`: the reader has what it wanted; say nothing more
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     finally:
         _forget_handled_interrupts()
 

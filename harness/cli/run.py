@@ -42,9 +42,10 @@ def run_command(opts: Options) -> int:
         scenario = load_scenario(opts.scenario, opts.overrides, opts.seed)
     else:
         scenario, dropped = external_run.watch(opts.scenario, opts.overrides, opts.seed)
+        # on stderr: with --dry-run, stdout stays a valid scenario document
         print(f"harness run --watch: no faults from the harness ({dropped} planned fault(s) left "
               f"out); the load runs {scenario.workload.duration_s:g} s while you make your changes",
-              flush=True)
+              file=sys.stderr, flush=True)
     return run_loaded(scenario, opts)
 
 

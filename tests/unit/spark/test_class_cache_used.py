@@ -12,6 +12,8 @@ import pytest
 
 from spark_reports import class_cache
 
+pytestmark = pytest.mark.spark
+
 ROOT = Path(__file__).resolve().parents[3]
 
 
