@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from families import KINDS
+from families import FAMILIES, KINDS
 from spark_reports import plots
 from spark_reports.explain import RunFacts, count_words, explain, fault_story
 
@@ -201,18 +201,32 @@ def _cell(col: str, v: Any, t0_us: int) -> Any:
 
 
 def _anomalies(summary: dict, samples: dict, run: RunFacts) -> str:
+    """Each checked family's section: its words, its kinds and their counts, its rows in
+    words, the first of its rows."""
     an = summary.get("anomalies") or {}
     if not an:
         return "<p class='muted'>not computed</p>"
     failed = {c["expectation"].split()[0] for c in (summary.get("verdict") or {}).get("checks") or []
               if c["status"] == "failed"}
-    shown = [k for k in KINDS if k.name in an]
-    html = [_table(["anomaly", "count", "rule"], [[k.name, an.get(k.name), k.rule] for k in shown],
-                   [_row_class(k, an.get(k.name) or 0, failed) for k in shown])]
+    html = []
+    for family in FAMILIES:
+        shown = [k for k in family.kinds if k.name in an]
+        if shown:
+            html.append(_family_section(family, shown, summary, samples, run, failed))
+    return "".join(html)
+
+
+def _family_section(family, shown: list, summary: dict, samples: dict, run: RunFacts,
+                    failed: set[str]) -> str:
+    an = summary.get("anomalies") or {}
+    html = [f"<h3>{escape(family.title)}</h3>"]
+    html += [f"<p>{escape(line)}</p>" for line in family.words(summary)]
+    html.append(_table(["anomaly", "count", "rule"], [[k.name, an.get(k.name), k.rule] for k in shown],
+                       [_row_class(k, an.get(k.name) or 0, failed) for k in shown]))
     said = [f"<li>{escape(explain(k.name, g, run))}</li>"
             for k in shown for g in (summary.get("anomaly_explanations") or {}).get(k.name, [])]
     if said:
-        html.append("<h3>In words</h3><ul>" + "".join(said) + "</ul>")
+        html.append("<h4>In words</h4><ul>" + "".join(said) + "</ul>")
     for k in shown:
         first = (samples.get("anomalies") or {}).get(k.name) or []
         if not first:

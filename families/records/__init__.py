@@ -15,9 +15,19 @@ def _start(ctx, workload):
     return Workloads(ctx, workload)
 
 
+def _words(summary: dict) -> list[str]:
+    c = summary.get("counts") or {}
+    if not c:
+        return []
+    return [f"{c.get('sent', 0)} records sent: {c.get('acked', 0)} acknowledged, "
+            f"{c.get('failed', 0)} failed, {c.get('indeterminate', 0)} of unknown outcome; "
+            f"{c.get('consumed_run', 0)} deliveries to consumer groups during the run, "
+            f"{c.get('consumed_drain', 0)} records read by the final drain."]
+
+
 FAMILY = Family(
     name="records", title="Records: producers, consumer groups and the drain",
     kinds=KINDS,
     # every scenario has producers (the builder refuses one without)
     named_by=lambda workload: True,
-    facts=section.facts, fact_docs=section.FACT_DOCS, start=_start)
+    facts=section.facts, fact_docs=section.FACT_DOCS, start=_start, words=_words)

@@ -14,9 +14,20 @@ from __future__ import annotations
 from families.base import Family
 from families.transactions.kinds import KINDS
 
+
+def _words(summary: dict) -> list[str]:
+    transactional = ((summary.get("config") or {}).get("facts") or {}).get("transactional")
+    if transactional is False:
+        return ["No producer of this run was transactional: nothing here could be torn."]
+    c = summary.get("counts") or {}
+    return [f"{c.get('client_fatals', 0)} fatal client errors; read_uncommitted readers saw "
+            f"{c.get('aborted_seen_uncommitted', 0)} records of aborted transactions (they "
+            "promise no isolation: counted, not an anomaly)."]
+
+
 FAMILY = Family(
     name="transactions", title="Transactions",
     kinds=KINDS,
     named_by=lambda workload: True,
     facts=lambda w: {"transactional": any(p.transactions is not None for p in w.producers)},
-    fact_docs={"transactional": "some producer is transactional"})
+    fact_docs={"transactional": "some producer is transactional"}, words=_words)

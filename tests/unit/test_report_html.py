@@ -213,3 +213,16 @@ def test_a_run_whose_producer_died_fails_and_the_banner_says_who_and_why():
     page = render_report(summary, None, None, {})
     assert ("<h1>FAILED: workload_deaths == 0 was violated: producer p0 died (a fatal client "
             "error): KafkaException: INVALID_TXN_STATE; its load stopped there</h1>") in page
+
+
+def test_each_checked_family_has_its_own_section_in_its_words():
+    s = {"anomalies": {"lost": 0, "aborted_read": 0}, "counts": {"sent": 10, "acked": 9},
+         "config": {"facts": {"transactional": False}}, "verdict": {"checks": []}}
+    page = render_report(s, None, None, {})
+    records = page.index("Records: producers, consumer groups and the drain")
+    txn = page.index("<h3>Transactions</h3>")
+    assert records < txn
+    assert "10 records sent: 9 acknowledged" in page[records:txn]
+    assert "No producer of this run was transactional" in page[txn:]
+    # a family none of whose kinds was checked gets no section
+    assert "<h3>Transactions</h3>" not in render_report({**s, "anomalies": {"lost": 0}}, None, None, {})
