@@ -52,6 +52,8 @@ def _png(fig) -> bytes:
 def _fault_bands(ax, faults: list[dict], t0_us: int) -> None:
     shown: set[str] = set()
     for f in faults:
+        if f.get("inject_error"):       # not injected: it had no window
+            continue
         family = f["name"].split("-")[0]
         ax.axvspan((f["start_us"] - t0_us) / 1e6, (f["end_us"] - t0_us) / 1e6,
                    color=fault_color(f["name"]), alpha=0.45, lw=0,
