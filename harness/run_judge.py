@@ -65,7 +65,8 @@ def verify(run: Run, detail: dict) -> None:
         result = verify_run(str(ctx.run_dir), spark_master=ctx.options.spark_master,
                             spark=ctx.options.spark, scenario=s,
                             unavailability_threshold_s=s.report.unavailability_threshold_s,
-                            write_html=s.report.html)
+                            write_html=s.report.html,
+                            load_plans=s.load_plans)  # planned: load_shortfall
     run.verified = result
     detail.update(status=result.verdict.status, report=f"{result.report_dir}/index.html")
 
@@ -90,7 +91,8 @@ def verify_stored_run(run_dir: str, spark_master: str | None = None, expect=None
     scenario model (its facts and threshold), or without a model and why."""
     model, problem = load_stored(Path(run_dir) / "scenario.yaml")
     return verify_run(run_dir, spark_master, expect, spark=spark, write_html=write_html,
-                      scenario=model, scenario_problem=problem)
+                      scenario=model, scenario_problem=problem,
+                      load_plans=model.load_plans if model is not None else None)  # planned
 
 
 def verify_command(run_dir: str, spark_master: str | None, expect: str | None) -> int:

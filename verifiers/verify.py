@@ -55,8 +55,14 @@ from spark_reports.anomalies import Inputs
 from spark_reports.anomaly_output import write_anomalies
 from spark_reports.isr import isr_by_fault
 from spark_reports.kinds import anomaly_frames
+from spark_reports.load_plan import summarize_load  # planned: load_shortfall
 from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
-from spark_reports.problems import client_fatals, find_problems, workload_deaths
+from spark_reports.problems import (  # planned: summarize_fault_errors
+    client_fatals,
+    find_problems,
+    summarize_fault_errors,
+    workload_deaths,
+)
 from spark_reports.reconcile import SIDE_COUNTS, Scratch, build_views, repeated_records
 from spark_reports.report_html import render_report
 from spark_reports.session import session_scope
@@ -146,9 +152,11 @@ def verify_run(run_dir: str, spark_master: str | None = None,
                expect: str | ExpectationSet | None = None, *, spark=None,
                unavailability_threshold_s: float | None = None,
                write_html: bool = True, scenario: Any = None,
-               scenario_problem: str | None = None) -> VerifyResult:
+               scenario_problem: str | None = None,
+               load_plans: tuple | None = None) -> VerifyResult:  # planned: load_plans
     """`scenario`: the run's scenario model (harness.scenario.Scenario), or None and
-    `scenario_problem`, why there is none (its facts are then unknown)."""
+    `scenario_problem`, why there is none (its facts are then unknown). `load_plans`:
+    Scenario.load_plans (None: load_shortfall is not judged)."""
     t0 = time.monotonic()
     loc = RunLocation.of(run_dir)
     if not loc.is_dir():
@@ -190,7 +198,7 @@ def verify_run(run_dir: str, spark_master: str | None = None,
                 session.conf.set("spark.sql.shuffle.partitions",
                                  str(_shuffle_partitions(loc, history)))
             verdict, samples = _reconcile(session, loc, history, scanned, summary, exps, facts,
-                                          fact_sources, threshold)
+                                          fact_sources, threshold, load_plans)  # planned
     except HistoryInvalid as e:
         verdict = unknown(str(e))
     summary["verdict"] = verdict.to_dict()
@@ -237,7 +245,8 @@ class _Steps:
         self.t = time.monotonic()
 
 
-def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold):
+def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources, threshold,
+               load_plans=None):  # planned: load_plans
     """The views, then the metrics (in a thread of their own) beside the anomaly
     kinds; then the verdict."""
 
@@ -289,6 +298,7 @@ def _reconcile(spark, loc, history, scanned, summary, exps, facts, fact_sources,
     _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
     _summarize_metrics(summary, m, views.sizes, scanned, tl)
     _summarize_problems(summary, tl, loc)
+    summarize_load(summary, load_plans, loc, history.tables["produced"].files, tl)  # planned
     return _verdict(summary, exps, facts, fact_sources), {
         "anomalies": result.samples, "columns": result.columns}
 
@@ -314,6 +324,7 @@ def _summarize_problems(summary: dict, tl, loc) -> None:
     summary["counts"]["client_fatals"] = len(fatals)
     summary["client_fatals"] = fatals
     summary["problems"] = find_problems(tl, summary, loc)
+    summarize_fault_errors(summary, tl, loc)  # planned: fault_errors
 
 
 def _refuse_repeated(repeated: int, loc) -> None:
@@ -351,6 +362,7 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
                            "description": f.description, "target": f.target,
                            "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
                            "acked_during": m["acked_during"][i],
+                           "inject_error": f.inject_error, "heal_error": f.heal_error,  # planned
                            **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
         "throughput": {
             "seconds_active": len(active),
