@@ -651,8 +651,11 @@ def _write_scenario(run_dir: Path, spec: SyntheticSpec, clock: _Timeline) -> Non
         "cluster": {"mode": "kraft-combined", "version": "3.9", "brokers": 3},
         "topics": [{"name": topic, "partitions": spec.partitions, "replication_factor": 3,
                     "configs": {"min.insync.replicas": 2}}],
-        "workload": {"duration_s": max(1, clock.duration_us // 1_000_000),
-                     "producers": [{"name": "p0", "topic": topic, "rate": spec.rate_per_s}],
+        "workload": {"duration_s": max(0.001, clock.duration_us / 1e6),
+                     # p0… share rate_per_s (their plans: load_shortfall is judged)
+                     "producers": [{"name": f"p{i}", "topic": topic,
+                                    "rate": spec.rate_per_s / spec.producers}
+                                   for i in range(spec.producers)],
                      "consumers": [{"group_id": "g0", "topics": [topic],
                                     "isolation": "read_committed"}]},
     }, sort_keys=False))

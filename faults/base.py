@@ -161,10 +161,18 @@ class BaseFault:
     def heal(self, ctx: FaultContext) -> None:
         """Undo the fault. Idempotent. The `heal` row is written only once the
         heal succeeded; a failed heal raises and leaves the fault active, so
-        heal-all retries it (and records it as unhealed if it never succeeds)."""
+        heal-all retries it (and records it as unhealed if it never succeeds).
+        Each failed attempt writes a `heal` row with `heal_error` (and no other heal
+        detail): the verdict counts the fault among the fault_errors."""
         if self.fault_id is None or self.healed:
             return
-        self._heal(ctx)
+        try:
+            self._heal(ctx)
+        except Exception as e:
+            ctx.emit("heal", self.name, target_names(self.targets) or None,
+                     fault_id=self.fault_id, label=self.label or self.name,
+                     heal_error=f"{type(e).__name__}: {e}")
+            raise
         self.healed = True
         with ctx._lock:
             ctx.active.pop(self.fault_id, None)

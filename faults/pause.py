@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from faults.base import BaseFault, FaultContext, FaultError, nodes_in_words, sh
+from faults.base import BaseFault, FaultContext, FaultError, container_status, nodes_in_words, sh
 from faults.selectors import Selector
 
 DOCKER = "docker"
@@ -45,6 +45,10 @@ class Pause(BaseFault):
         if self.hold_s is not None:
             self.detail["hold_s"] = self.hold_s
         for node in self.targets:
+            status = container_status(node)
+            if status not in (None, "running"):     # Docker's own words name a container hash
+                raise FaultError(f"{node.name} is not running (its container is {status}): "
+                                 "there is nothing to pause")
             if self.method == DOCKER:
                 node.pause()
             else:

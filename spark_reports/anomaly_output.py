@@ -8,7 +8,7 @@ Every row gets, from its topic, partition and ack time:
   partition's leader then (the controller's view). Where the two differ, a deposed
   leader acknowledged the record;
 - `faults_at_ack`: the fault_ids active then (injected at or before, healed at or
-  after; possibly empty);
+  after; possibly empty; never a fault whose inject failed);
 - `fault_id`: the fault the row is charged to (timeline.Timeline.owner: active at
   the ack, or healed no more than 10 s before it, injected last), "none" if no fault
   qualifies. A deposed leader goes on acknowledging after the heal until it learns of
@@ -71,11 +71,12 @@ class Explainer:
             F.struct(F.lit(o.topic).cast("string").alias("t"), F.lit(o.partition).alias("p"),
                      F.lit(o.ts_us).alias("ts"), F.lit(_broker_id(o.leader)).cast("int").alias("b"))
             for o in sorted(leaders, key=lambda o: o.ts_us)]) if leaders else None
-        # by injection time, so the last that qualifies is the one injected last
+        # by injection time, so the last that qualifies is the one injected last; a
+        # fault that was not injected was never active and owns nothing
         self.windows = F.array(*[
             F.struct(F.lit(f.fault_id).alias("id"), F.lit(f.start_us).alias("a"),
                      F.lit(f.end_us).alias("z"))
-            for f in sorted(tl.faults, key=lambda f: f.start_us)]) if tl.faults else None
+            for f in sorted(tl.injected, key=lambda f: f.start_us)]) if tl.injected else None
 
     def __call__(self, df: DataFrame) -> DataFrame:
         ack = F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long")

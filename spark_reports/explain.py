@@ -139,14 +139,21 @@ def _charged(g: dict, run: RunFacts) -> str:
 def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> list[tuple[str, str]]:
     """(time, sentence) lines: injected; what the cluster did (elections, ISR shrink and
     growth, controller change, each belonging to this fault by the spec's rule);
-    healed; recovered; what it cost."""
+    healed; recovered; what it cost. A fault that could not be injected: what failed."""
     fid = rec["fault_id"]
+    if rec.get("inject_error"):     # what failed, not what it would have done
+        return [(run.at(rec["start_us"]), f"could not be injected: {rec['inject_error']}"),
+                ("", "it did not happen as planned: no window, change or anomaly is charged "
+                     "to it, and the run fails (fault_errors)")]
     timed = [(rec["start_us"], f"injected: {rec.get('description') or rec['name']}")]
     timed += _cluster_moves(fid, run)
     if rec.get("healed"):
         timed.append((rec["end_us"], "healed"))
     lines = [(run.at(ts) if ts is not None else "", text) for ts, text in
              sorted(timed, key=lambda x: (x[0] is None, x[0] or 0))]
+    if rec.get("heal_error"):
+        lines.append(("", f"its heal failed: {rec['heal_error']}"
+                          + ("; heal-all healed it later" if rec.get("healed") else "")))
     if not rec.get("healed"):
         lines.append(("–", "never healed"))
     lines.append(("", _recovered(rec, isr)))

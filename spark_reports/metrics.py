@@ -167,16 +167,18 @@ def _fault_items(faults: list) -> tuple:
     literal array, which Spark interprets row by row; the plain test first keeps
     the rows no window concerns away from them. One plain expression per fault
     instead made the generated method too big to JIT-compile."""
-    if not faults:
+    # a fault that was not injected has no window (timeline.Timeline.owner)
+    live = [(i, f) for i, f in enumerate(faults) if not f.not_injected]
+    if not live:
         return None, None
     ack, e2e, tp, send = ACK_MS(), E2E_MS(), F.col("tp"), F.col("send_ts_us")
     windows = F.array(*[F.struct(F.lit(i).alias("i"), F.lit(f.start_us).alias("a"),
                                  F.lit(f.end_us).alias("z"), F.lit(f.applied_us).alias("d"))
-                        for i, f in enumerate(faults)])
+                        for i, f in live])
     near = None
-    if len(faults) <= PLAIN_TESTS_MAX:
+    if len(live) <= PLAIN_TESTS_MAX:
         near = F.col("sent") & reduce(lambda a, b: a | b, [
-            (send >= f.start_us) & (send <= f.end_us) for f in faults])
+            (send >= f.start_us) & (send <= f.end_us) for _, f in live])
     inside = F.filter(windows, lambda w: F.col("sent") & (send >= w["a"]) & (send <= w["z"]))
     return F.flatten(F.transform(inside, lambda w: F.array(
         F.when(ack.isNotNull(), _item("fault_ack", w["i"], _bucket(ack, FINE), ack)),
@@ -377,7 +379,8 @@ def recovery(tl: Timeline, touched: dict, windows: list[dict],
     `seconds` is null when a partition never recovered (and so are the other two).
     Reading: a partition with a window that belongs to the fault was touched by it,
     whether or not the observer saw its leader or ISR change. A fault that stopped or
-    cut off the active controller also gets `controller_failover_s`."""
+    cut off the active controller also gets `controller_failover_s`. A fault that was
+    not injected owns no window and touched nothing: 0, with its `inject_error`."""
     out = []
     for i, f in enumerate(tl.faults):
         mine = [w for w in windows if window_owner(tl, w, threshold_us) == f.fault_id]
@@ -390,6 +393,7 @@ def recovery(tl: Timeline, touched: dict, windows: list[dict],
         out.append({"fault_id": f.fault_id, "name": f.name, "label": f.label,
                     "description": f.description, "target": f.target,
                     "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
+                    "inject_error": f.inject_error, "heal_error": f.heal_error,
                     "seconds": _largest(per, "seconds"),
                     "after_heal_s": _largest(per, "after_heal_s") if f.healed else None,
                     "unavailable_s": _largest(per, "unavailable_s"),

@@ -41,7 +41,13 @@ from families.records.views import SIDE_COUNTS, build_views, repeated_records
 from spark_reports import metrics as M
 from spark_reports.anomaly_output import write_anomalies
 from spark_reports.isr import isr_by_fault
-from spark_reports.problems import client_fatals, find_problems, workload_deaths
+from spark_reports.load_plan import summarize_load
+from spark_reports.problems import (
+    client_fatals,
+    find_problems,
+    summarize_fault_errors,
+    workload_deaths,
+)
 from spark_reports.report_html import render_report
 from spark_reports.scratch import Scratch
 from spark_reports.session import session_scope
@@ -65,11 +71,12 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
               judge: Callable[[dict, str | None], Any], *, spark=None,
               spark_master: str | None = None, scenario_doc: dict | None = None,
               manifest: dict | None = None, write_html: bool = True,
-              fault_colours: dict | None = None) -> Reconciled:
+              fault_colours: dict | None = None, load_plans: tuple | None = None) -> Reconciled:
     """Reconcile RUN_DIR's history into `summary` (its config and notes already set by
     the caller), judge it (judge(summary, why_unknown) -> an object with to_dict(), the
     verdict: why_unknown is set when the history could not be judged), write
-    report/summary.json and report/index.html."""
+    report/summary.json and report/index.html. `load_plans`: each producing workload's
+    plan (spark_reports/load_plan.py; None: load_shortfall is not judged)."""
     t0 = time.monotonic()
     loc = RunLocation.of(run_dir)
     summary.setdefault("counts", {})
@@ -78,7 +85,7 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
     samples: dict = {}
     why_unknown = None
     try:
-        samples = _checked(loc, summary, families, threshold_s, spark, spark_master)
+        samples = _checked(loc, summary, families, threshold_s, spark, spark_master, load_plans)
     except HistoryInvalid as e:
         why_unknown = str(e)
     if why_unknown is None and summary["counts"].get("consumed_drain") == 0:
@@ -98,7 +105,7 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
 
 
 def _checked(loc: RunLocation, summary: dict, families, threshold_s: float, spark,
-             spark_master) -> dict:
+             spark_master, load_plans) -> dict:
     """Validate, then the Spark part; the samples of the anomaly rows for the report."""
     history = check_files(loc)
     summary["notes"] += history.notes
@@ -112,7 +119,8 @@ def _checked(loc: RunLocation, summary: dict, families, threshold_s: float, spar
         if spark is None:
             session.conf.set("spark.sql.shuffle.partitions",
                              str(_shuffle_partitions(loc, history)))
-        return _reconcile(session, loc, history, scanned, summary, families, threshold_s)
+        return _reconcile(session, loc, history, scanned, summary, families, threshold_s,
+                          load_plans)
 
 
 def _clean(x: Any) -> Any:
@@ -167,7 +175,7 @@ class _Steps:
         self.t = time.monotonic()
 
 
-def _reconcile(spark, loc, history, scanned, summary, families, threshold):
+def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_plans):
     """The views, then the metrics (in a thread of their own) beside the named
     families' anomaly kinds; the samples of their rows for the report."""
 
@@ -220,6 +228,7 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold):
     _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
     _summarize_metrics(summary, m, views.sizes, scanned, tl)
     _summarize_problems(summary, tl, loc)
+    summarize_load(summary, load_plans, loc, history.tables["produced"].files, tl)
     return {"anomalies": result.samples, "columns": result.columns}
 
 
@@ -244,6 +253,7 @@ def _summarize_problems(summary: dict, tl, loc) -> None:
     summary["counts"]["client_fatals"] = len(fatals)
     summary["client_fatals"] = fatals
     summary["problems"] = find_problems(tl, summary, loc)
+    summarize_fault_errors(summary, tl, loc)
 
 
 def _refuse_repeated(repeated: int, loc) -> None:
@@ -270,6 +280,7 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
         "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "label": f.label,
                            "description": f.description, "target": f.target,
                            "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
+                           "inject_error": f.inject_error, "heal_error": f.heal_error,
                            "acked_during": m["acked_during"][i],
                            **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
         "throughput": {

@@ -52,6 +52,8 @@ def _fault_bands(ax, faults: list[dict], t0_us: int,
                  fault_colours: Mapping[str, str] | None) -> None:
     shown: set[str] = set()
     for f in faults:
+        if f.get("inject_error"):       # not injected: it had no window
+            continue
         family = f["name"].split("-")[0]
         ax.axvspan((f["start_us"] - t0_us) / 1e6, (f["end_us"] - t0_us) / 1e6,
                    color=fault_color(f["name"], fault_colours), alpha=0.45, lw=0,

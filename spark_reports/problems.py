@@ -9,8 +9,9 @@ that did not finish, metadata the observer could not read.
 
 Each problem is {kind, at_us, text} (at_us: when it happened, null if unknown),
 read from the events (timeline.Timeline), the summary's counts and metrics, and
-RUN_DIR/faults.json and phases.json. Only `workload-died` also counts in the
-verdict (`workload_deaths`, a default expectation).
+RUN_DIR/faults.json and phases.json. Two also count in the verdict, each a
+default expectation: `workload-died` (`workload_deaths`) and `fault-error`
+(`fault_errors`: faults that could not be injected, or healed, as planned).
 """
 from __future__ import annotations
 
@@ -53,11 +54,64 @@ def client_fatals(tl: Timeline) -> list[dict]:
         for e in sorted(tl.clients, key=lambda e: e.ts_us) if e.name == CLIENT_FATAL]
 
 
+def fault_errors(tl: Timeline, loc: RunLocation) -> list[dict]:
+    """Every fault that could not be injected or healed as planned, once each: its
+    inject failed (the fault row's `inject_error`), a heal failed (a heal row's
+    `heal_error`; in runs from before those rows, faults.json's `heal:` error), or it
+    was never healed. A heal that came late but did not fail is none of these."""
+    planned = {p.get("fault_id"): str(p["error"]) for p in _planned(loc)
+               if p.get("fault_id") and "heal:" in str(p.get("error") or "")}
+    out = []
+    for f in tl.faults:
+        heal = f.heal_error or _heal_part(planned.get(f.fault_id))
+        if f.healed and not (f.inject_error or heal):
+            continue
+        out.append({"fault_id": f.fault_id, "label": f.label, "name": f.name,
+                    "target": f.target, "at_us": f.start_us, "inject_error": f.inject_error,
+                    "heal_error": heal, "healed": f.healed})
+    # a fault that failed before it could write its row (faults.json only)
+    for p in _planned(loc):
+        if p.get("fault_id") is None and p.get("injected_s") is not None and p.get("error"):
+            out.append({"fault_id": None, "label": p.get("label"), "name": None,
+                        "target": None, "at_us": None, "inject_error": str(p["error"]),
+                        "heal_error": None, "healed": False})
+    return out
+
+
+def _heal_part(error: str | None) -> str | None:
+    """The heal's part of a faults.json error ("inject: …; heal: …")."""
+    return None if error is None else error[error.index("heal:") + 5:].strip()
+
+
+def summarize_fault_errors(summary: dict, tl: Timeline, loc: RunLocation) -> None:
+    """counts.fault_errors (a default expectation: a fault that did not happen as
+    planned makes the run prove something else) and the faults themselves."""
+    errors = fault_errors(tl, loc)
+    summary["counts"]["fault_errors"] = len(errors)
+    summary["fault_errors"] = errors
+    if errors:
+        summary.setdefault("count_notes", {})["fault_errors"] = "; ".join(
+            fault_error_words(e) for e in errors)[:600]
+
+
+def fault_error_words(e: dict) -> str:
+    """What went wrong with one fault, in words."""
+    if e["inject_error"]:
+        return f"{e['label']} could not be injected: {e['inject_error']}"
+    if e["heal_error"]:
+        later = "healed later by heal-all" if e["healed"] else "never healed"
+        return f"{e['label']} could not be healed as planned ({later}): {e['heal_error']}"
+    return f"{e['label']} was never healed"
+
+
 def find_problems(tl: Timeline, summary: dict, loc: RunLocation) -> list[dict]:
     out = [_death(d) for d in workload_deaths(tl)]
     out += [_fatal(f) for f in client_fatals(tl)]
+    errors = fault_errors(tl, loc)
+    out += [{"kind": "fault-error", "at_us": e["at_us"], "text": fault_error_words(e)}
+            for e in errors]
     out += _fault_problems(tl)
-    out += _plan_problems(loc)
+    out += _plan_problems(loc, {e["fault_id"] for e in errors})
     out += _phase_problems(loc)
     out += _consumer_problems(summary)
     out += _metadata_gaps(tl)
@@ -83,21 +137,15 @@ def _fatal(f: dict) -> dict:
 
 
 def _fault_problems(tl: Timeline) -> list[dict]:
+    """Nodes still down when a heal finished (fault_errors says the rest)."""
     out = []
     for f in tl.faults:
-        if f.detail.get("inject_error"):
-            out.append({"kind": "fault-error", "at_us": f.start_us,
-                        "text": f"{f.label} could not be injected as planned: "
-                                f"{f.detail['inject_error']}"})
         down = [n for n, up in (f.heal_detail.get("broker_running_at_heal") or {}).items() if not up]
         down += list(f.heal_detail.get("not_ready") or [])
         if down:
             out.append({"kind": "node-down-after-heal", "at_us": f.end_us,
                         "text": f"{', '.join(sorted(set(down)))} not running when the heal of "
                                 f"{f.label} finished"})
-        if not f.healed:
-            out.append({"kind": "never-healed", "at_us": f.start_us,
-                        "text": f"{f.label} was never healed"})
     return out
 
 
@@ -109,18 +157,20 @@ def _read_json(loc: RunLocation, name: str):
         return None
 
 
-def _plan_problems(loc: RunLocation) -> list[dict]:
+def _planned(loc: RunLocation) -> list[dict]:
+    return [p for p in _read_json(loc, "faults.json") or [] if isinstance(p, dict)]
+
+
+def _plan_problems(loc: RunLocation, said: set) -> list[dict]:
     """Planned faults that came late or not at all (faults.json: seconds after the
-    faults phase began, so no absolute time)."""
+    faults phase began, so no absolute time); `said`: the fault_ids fault_errors named."""
     out = []
-    for p in _read_json(loc, "faults.json") or []:
-        if not isinstance(p, dict):
-            continue
+    for p in _planned(loc):
         if p.get("injected_s") is None:
             out.append({"kind": "plan", "at_us": None,
                         "text": f"{p.get('label')} planned at {p.get('planned_at_s')} s never ran"})
-        elif p.get("error") and not str(p["error"]).startswith("inject:"):   # inject errors:
-            out.append({"kind": "fault-error", "at_us": None,          # the fault rows say them
+        elif p.get("error") and p.get("fault_id") is not None and p["fault_id"] not in said:
+            out.append({"kind": "fault-error", "at_us": None,
                         "text": f"{p.get('label')} did not go as planned: {str(p['error'])[:300]}"})
         elif (p.get("slip_s") or 0) > PLAN_SLIP_S:
             out.append({"kind": "plan", "at_us": None,

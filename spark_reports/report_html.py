@@ -183,6 +183,27 @@ def _problems(summary: dict, t0: int) -> str:
         f"{escape(p['text'])}</li>" for p in probs) + "</ul>"
 
 
+def _load(summary: dict) -> str:
+    """Each producing workload against its plan (spark_reports/load_plan.py)."""
+    load = summary.get("load")
+    if load is None:
+        return ""
+    head = "<h2>Load against its plan</h2>"
+    if not load.get("judged"):
+        return head + f"<p class='muted'>not judged: {escape(str(load.get('why')))}</p>"
+    rows = load.get("workloads") or []
+    short = f"{100 * rows[0]['min_fraction']:g} %" if rows else ""
+    return head + _table(
+        ["workload", "kind", "plan", "planned", "sent", "of plan", "first send after the "
+         "workloads started (s)", "longest gap between sends (s)"],
+        [[w["workload"], w["kind"], w["plan"], w.get("planned"), w["sent"],
+          "–" if w.get("fraction") is None else f"{100 * w['fraction']:.1f} %",
+          w.get("start_delay_s"), w.get("longest_gap_s")] for w in rows],
+        ["bad" if w["short"] else "" for w in rows]) + (
+        f"<p class='muted'>A workload that sent less than {short} of its plan is short "
+        "(report.min_load_fraction), and fails the run (load_shortfall).</p>" if rows else "")
+
+
 # -- anomalies ----------------------------------------------------------------------
 
 def _row_class(kind, n: int, failed: set[str]) -> str:
@@ -246,6 +267,8 @@ def _latency_rows(metrics: dict) -> str:
         if m:
             rows.append([label, m.get("n"), m.get("p50"), m.get("p99"), m.get("p999"), m.get("max")])
     for f in metrics.get("fault_windows", []):
+        if f.get("inject_error"):       # not injected: no window to measure
+            continue
         for kind in ("ack", "e2e"):
             m = f.get(f"{kind}_latency_ms") or {}
             rows.append([f"{kind} during {f.get('label') or f['name']}", m.get("n"), m.get("p50"),
@@ -269,6 +292,7 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
     if m:
         parts.append(_faults_in_words(summary, run))
     parts.append(_problems(summary, t0))
+    parts.append(_load(summary))
     parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, run))
     if per_sec:
         parts.append(_throughput(m, t0, fault_colours))
@@ -338,13 +362,24 @@ def _leadership_and_recovery(summary: dict, m: dict, t0: int,
             ["fault", "what it did", "injected", "healed", "recovery (s)", "after heal (s)",
              "unavailable (s)", "controller failover (s)", "partitions (from)",
              "never recovered"],
-            [[r.get("label") or r["name"], r.get("description") or r.get("target"),
-              when(r["start_us"], t0), when(r["end_us"], t0) if r.get("healed") else "never",
-              "no partition unavailable" if r.get("no_partition_unavailable") else r.get("seconds"),
-              r.get("after_heal_s"), r.get("unavailable_s"), r.get("controller_failover_s"),
-              f"{len(r['partitions'])} ({r['partitions_from']})",
-              ", ".join(r.get("never_recovered") or [])] for r in rec], fit=True))
+            [_recovery_row(r, t0) for r in rec],
+            ["bad" if r.get("inject_error") or r.get("heal_error") else "" for r in rec], fit=True))
     return "".join(out)
+
+
+def _recovery_row(r: dict, t0: int) -> list:
+    if r.get("inject_error"):       # it did nothing, and owns nothing
+        return [r.get("label") or r["name"], f"not injected: {r['inject_error']}",
+                when(r["start_us"], t0), *["–"] * 7]
+    did = r.get("description") or r.get("target")
+    if r.get("heal_error"):
+        did = f"{did}; its heal failed: {r['heal_error']}"
+    return [r.get("label") or r["name"], did,
+            when(r["start_us"], t0), when(r["end_us"], t0) if r.get("healed") else "never",
+            "no partition unavailable" if r.get("no_partition_unavailable") else r.get("seconds"),
+            r.get("after_heal_s"), r.get("unavailable_s"), r.get("controller_failover_s"),
+            f"{len(r['partitions'])} ({r['partitions_from']})",
+            ", ".join(r.get("never_recovered") or [])]
 
 
 CHANGES_SHOWN = 300

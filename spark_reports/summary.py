@@ -28,6 +28,7 @@ class Summary:
     workload_deaths: list[dict] = field(default_factory=list)
     client_fatals: list[dict] = field(default_factory=list)
     problems: list[dict] = field(default_factory=list)          # what else went wrong
+    load: dict[str, Any] = field(default_factory=dict)          # each workload against its plan
     timeline: dict[str, Any] = field(default_factory=dict)
     step_seconds: dict[str, float] = field(default_factory=dict)
     verify_seconds: float | None = None

@@ -9,8 +9,11 @@ as raw text instead of failing the run.
 Keys read from `detail`:
 - fault/heal: `fault_id` (pairs a heal with its fault); fault: `inject_s`, the
   seconds its inject took (the fault is wholly in effect from then on); `label`
-  and `description`, the scenario's name for it and what it did in words
-  (faults.base); heal: what the heal saw (`broker_running_at_heal`, `not_ready`).
+  and `description`, the scenario's name for it and what it would do in words
+  (faults.base); `inject_error`, why its inject failed; heal: what the heal saw
+  (`broker_running_at_heal`, `not_ready`). A heal row with `heal_error` is a heal
+  that failed (the fault stayed in effect and heal-all tried again): the first one is
+  kept as the fault's `heal_error`, and the heal is the row without it.
 - observe (name `leader`, `isr`, `controller`): `topic`, `partition`, `leader`, `isr`.
 - client: kept as they are (`workload-died`, `client-leader`, rebalances …).
 
@@ -19,6 +22,9 @@ the faults injected at or before that moment and healed no more than
 AFTER_HEAL_US before it, the one injected last; none if no fault qualifies. A
 window is seen at its start plus the threshold (when it became a window), a
 leader/ISR/controller change at its `observe` time, an anomaly row at its ack.
+A fault whose inject failed (`not_injected`) owns nothing: it did not happen as
+planned, and what an earlier fault caused must not be charged to it (a pause of a
+broker that an earlier kill had stopped would take the kill's ISR shrink).
 """
 from __future__ import annotations
 
@@ -41,6 +47,18 @@ class FaultWindow:
     applied_us: int = 0  # when its inject ended (the fault row's inject_s; else start_us)
     detail: dict = field(default_factory=dict)        # the fault row's
     heal_detail: dict = field(default_factory=dict)   # the heal row's
+    heal_error: str | None = None                     # why its (first) heal failed
+
+    @property
+    def inject_error(self) -> str | None:
+        """Why its inject failed (faults.base records it in the fault row), or None."""
+        e = self.detail.get("inject_error")
+        return str(e) if e else None
+
+    @property
+    def not_injected(self) -> bool:
+        """Its inject failed: it owns no window and no change (Timeline.owner)."""
+        return self.inject_error is not None
 
     @property
     def label(self) -> str:
@@ -88,9 +106,14 @@ class Timeline:
         """The fault a thing seen at `seen_us` belongs to (module docstring)."""
         if seen_us is None:
             return None
-        owners = [f for f in self.faults
+        owners = [f for f in self.injected
                   if f.start_us <= seen_us <= f.end_us + AFTER_HEAL_US]
         return max(owners, key=lambda f: f.start_us, default=None)
+
+    @property
+    def injected(self) -> list[FaultWindow]:
+        """The faults that took effect: all but those whose inject failed."""
+        return [f for f in self.faults if not f.not_injected]
 
     def broker_names(self) -> dict[int, str]:
         """Broker id -> node name: the observer's `brokers` event, and its leader events."""
@@ -128,6 +151,7 @@ def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
     open_faults: dict[str, dict] = {}
     order: list[str] = []
     heals: dict[str, tuple[int, dict]] = {}
+    heal_errors: dict[str, str] = {}
     for i, r in enumerate(rows):
         d = _detail(r.get("detail"))
         kind = r["kind"]
@@ -145,6 +169,9 @@ def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
             if fid is None or str(fid) not in open_faults:
                 tl.notes.append(f"heal {r['name']} at {r['ts_us']} matches no fault "
                                 f"(fault_id {fid!r}); ignored")
+                continue
+            if d.get("heal_error"):      # a heal that failed: the fault stayed in effect
+                heal_errors.setdefault(str(fid), str(d["heal_error"]))
                 continue
             heals.setdefault(str(fid), (r["ts_us"], d))
         elif kind == "client":
@@ -170,7 +197,7 @@ def parse_events(rows: list[dict], run_end_us: int | None) -> Timeline:
         tl.faults.append(FaultWindow(
             fault_id=fid, name=f["name"], target=f.get("target"), start_us=f["ts_us"],
             end_us=end_us, healed=healed, applied_us=min(applied, end_us),
-            detail=f["detail"], heal_detail=heal_detail))
+            detail=f["detail"], heal_detail=heal_detail, heal_error=heal_errors.get(fid)))
     return tl
 
 
@@ -178,7 +205,9 @@ def touched_partitions(fault: FaultWindow, tl: Timeline, all_partitions: list[tu
                        written: list[tuple[str, int]]) -> tuple[list[tuple[str, int]], str]:
     """The partitions a fault touched (the spec): those with a leader or ISR change
     that belongs to it (Timeline.owner); if none, `written` (every partition written
-    while it was active)."""
+    while it was active). Nothing for a fault that was not injected."""
+    if fault.not_injected:
+        return [], f"none: not injected ({fault.inject_error})"
     seen = [(o.topic, o.partition) for o in tl.observations
             if o.name in ("leader", "isr") and o.partition is not None
             and fault.start_us <= o.ts_us <= fault.end_us + AFTER_HEAL_US
@@ -194,7 +223,10 @@ def controller_failover(fault: FaultWindow, tl: Timeline) -> dict | None:
     """For a fault that stopped or cut off the active controller: the seconds from its
     injection to the first `observe controller` event naming another controller
     (`seconds`, null when none came before the run ended), with the old and the new
-    controller's names. None when the fault did not hit the active controller."""
+    controller's names. None when the fault did not hit the active controller (or
+    was not injected)."""
+    if fault.not_injected:
+        return None
     controllers = sorted((o for o in tl.observations if o.name == "controller"),
                          key=lambda o: o.ts_us)
     before = [o.target for o in controllers if o.ts_us <= fault.start_us]

@@ -18,13 +18,18 @@ scenario.yaml):
       idempotent: true
     include_defaults: false       # optional: also check DEFAULTS (default false)
 
-`workload_deaths == 0` is always checked, unless an expectation names workload_deaths
-itself (e.g. `workload_deaths <= 1` where a scenario kills its own workload).
+`workload_deaths == 0`, `fault_errors == 0` and `load_shortfall == 0` are always
+checked, each unless an expectation names it itself (e.g. `workload_deaths <= 1`
+where a scenario kills its own workload, `fault_errors <= 1` where one fault is
+expected to fail): a run whose load stopped early, whose faults did not happen as
+planned, or whose load never came proves nothing.
 
 A bare list is accepted too. Metrics: every anomaly kind, every count
 (sent, acked, failed, indeterminate, consumed, …; workload_deaths: workloads that
 died on their own, e.g. a producer's fatal client error; client_fatals: fatal client
-errors, whatever the policy that followed), max_unavailability_s,
+errors, whatever the policy that followed; fault_errors: faults that could not be
+injected or healed as planned; load_shortfall: producing workloads that sent less
+than report.min_load_fraction of their plan), max_unavailability_s,
 max_recovery_s, and <ack|e2e>_latency_ms.<p50|p99|p999|max>. Per fault, from the
 summary's `isr` and `fault_windows`: isr_shrinks (faults under which a touched
 partition's ISR shrank), max_isr_restore_s (the longest wait after a heal for a
@@ -49,7 +54,8 @@ from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
           "consumed_drain", "consumed_foreign", "commits", "commits_ok",
-          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths", "client_fatals")
+          "aborted_seen_uncommitted", "acked_truncated", "workload_deaths", "client_fatals",
+          "fault_errors", "load_shortfall")
 DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_restore_s",
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")
@@ -135,12 +141,16 @@ def parse_expectation(item: Any, where: str = "expectation") -> Expectation:
 
 
 # Every kind's own default (each family's kinds, families/), then the run's: a workload that
-# died (a fatal client error, a crash) stopped its load early, and a run whose load
-# stopped proves nothing.
+# died (a fatal client error, a crash) stopped its load early, a fault that could not
+# be injected or healed did not happen as planned, a workload far below its plan sent
+# load that never came; such a run proves nothing.
 NO_DEATHS = parse_expectation("workload_deaths == 0", "defaults")
+NO_FAULT_ERRORS = parse_expectation("fault_errors == 0", "defaults")
+NO_SHORTFALL = parse_expectation("load_shortfall == 0", "defaults")
+AS_PLANNED = (NO_DEATHS, NO_FAULT_ERRORS, NO_SHORTFALL)
 DEFAULTS: tuple[Expectation, ...] = (*(parse_expectation(s, "defaults")
                                        for s in (k.default for k in KINDS if k.default)),
-                                     NO_DEATHS)
+                                     *AS_PLANNED)
 
 
 @dataclass(frozen=True)
@@ -167,10 +177,10 @@ def parse_document(doc: Any, source: str) -> ExpectationSet:
                  for i, it in enumerate(items))
     if doc.get("include_defaults"):
         exps = DEFAULTS + tuple(e for e in exps if e not in DEFAULTS)
-    # A dead workload never passes: its load stopped early, so the run proves nothing.
-    # Judged whatever the document chose, unless it says itself how many deaths it allows.
-    if not any(e.metric == "workload_deaths" for e in exps):
-        exps = (*exps, NO_DEATHS)
+    # A run that did not do what it planned never passes (a dead workload, a fault that
+    # could not be injected or healed, load that never came). Judged whatever the
+    # document chose, unless it names the count itself.
+    exps = (*exps, *(d for d in AS_PLANNED if not any(e.metric == d.metric for e in exps)))
     facts = doc.get("facts") or {}
     if not isinstance(facts, dict):
         raise SpecError(f"{source}: facts", "must be a mapping of fact name to true/false")

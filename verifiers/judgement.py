@@ -33,6 +33,8 @@ class Judgement:
     # the scenario as a document, for the report (None: the run's is unknown)
     scenario_doc: dict[str, Any] | None = None
     notes: tuple[str, ...] = ()                               # what reading it found
+    # each producing workload's plan (Scenario.load_plans; None: load_shortfall not judged)
+    load_plans: tuple | None = None
     extras: Mapping[str, Any] = field(default_factory=dict)
 
     @property

@@ -44,11 +44,14 @@ def unknown(reason: str, checks: tuple[Check, ...] = ()) -> Verdict:
 
 
 def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
-    """The value an expectation compares, or None and why it is missing."""
+    """The value an expectation compares, or None and why it is missing. A count's
+    `count_notes` entry (who died, which fault failed, which workload fell short) is
+    the why: said beside a failure, or why it was not measured."""
+    notes = summary.get("count_notes") or {}
     if metric in summary.get("anomalies", {}):
         return summary["anomalies"][metric], None
     if metric in summary.get("counts", {}):
-        return summary["counts"][metric], None
+        return summary["counts"][metric], notes.get(metric)
     metrics = summary.get("metrics", {})
     if metric == "max_unavailability_s":
         return max((w["seconds"] for w in metrics.get("unavailability", [])), default=0.0), None
@@ -64,7 +67,7 @@ def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
         group, key = metric.split(".", 1)
         v = metrics.get(group, {}).get(key)
         return (v, None) if v is not None else (None, f"{metric} has no value (no samples)")
-    return None, f"{metric} is not in the summary"
+    return None, notes.get(metric) or f"{metric} is not in the summary"
 
 
 _NO_ISR = "the summary has no isr (verified before ISR was measured)"

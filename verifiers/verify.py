@@ -69,7 +69,7 @@ def verify_run(run_dir: str, judgement: Judgement | None = None, *, spark=None,
     done = pipeline.reconcile(run_dir, summary, families, j.threshold_s, judged, spark=spark,
                               spark_master=spark_master, scenario_doc=j.scenario_doc,
                               manifest=manifest, write_html=j.html,
-                              fault_colours=fault_colours())
+                              fault_colours=fault_colours(), load_plans=j.load_plans)
     loc.write_text(verdict_junit(str(done.summary.run_id), done.verdict,
                                  done.summary.verify_seconds), "report", "junit.xml")
     return VerifyResult(done.summary, done.verdict, done.report_dir)

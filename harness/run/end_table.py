@@ -1,6 +1,7 @@
 """The short table at the end of a run: verdict and why, counts, anomalies, each fault
-in the scenario's words with what it cost, what else went wrong, how the fault plan
-went, and where the report is.
+in the scenario's words with what it cost (what failed, for a fault that could not be
+injected), what else went wrong, each workload's load against its plan, how the fault
+plan went, and where the report is.
 
 The live progress panel is closed before anything here is printed: printed beside a
 live display, the tables lost their rows on a terminal when the panel closed.
@@ -35,10 +36,17 @@ def recovery_rows(summary: Summary) -> list[list[str]]:
     isr = {f["fault_id"]: f for f in summary.metrics.get("isr", [])}
     rows = []
     for r in summary.metrics.get("recovery", []):
+        if r.get("inject_error"):       # it did nothing, and owns nothing
+            rows.append([r.get("label") or r.get("name", "?"),
+                         f"not injected: {r['inject_error']}", *["-"] * 6])
+            continue
         i = isr.get(r.get("fault_id"), {"shrunk_s": None})
         shrank = i["shrunk_s"] is not None
         failover = r.get("controller_failover_s")
-        rows.append([r.get("label") or r.get("name", "?"), r.get("description") or "",
+        did = r.get("description") or ""
+        if r.get("heal_error"):
+            did += f"; its heal failed: {r['heal_error']}"
+        rows.append([r.get("label") or r.get("name", "?"), did,
                      "no partition unavailable" if r.get("no_partition_unavailable")
                      else _seconds(r.get("seconds")),
                      _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s")),
@@ -83,8 +91,38 @@ def print_end_table(run: "Run", console: Console | None = None) -> None:
         for row in rows:
             rec.add_row(*row)
         console.print(rec)
+    load = load_table(v.summary)
+    if load is not None:
+        console.print(load)
     _print_plan(run, console)
     console.print(f"report: {v.report_dir}/index.html")
+
+
+LOAD_COLUMNS = ("workload", "plan", "planned", "sent", "of plan", "first send", "longest gap")
+
+
+def load_rows(summary: dict) -> list[tuple[list[str], bool]]:
+    """Per producing workload: its plan, what it sent, the first send after the
+    workloads started and the longest gap between sends; and whether it was short."""
+    rows = []
+    for w in summary.load.get("workloads") or []:
+        frac = w.get("fraction")
+        rows.append(([f"{w['workload']} ({w['kind']})", w["plan"],
+                      "-" if w.get("planned") is None else f"{w['planned']:,}", f"{w['sent']:,}",
+                      "-" if frac is None else f"{100 * frac:.1f} %",
+                      _seconds(w.get("start_delay_s")) if w["sent"] else "-",
+                      _seconds(w.get("longest_gap_s")) if w["sent"] > 1 else "-"], w["short"]))
+    return rows
+
+
+def load_table(summary: dict) -> Table | None:
+    rows = load_rows(summary)
+    if not rows:
+        return None
+    t = Table(*LOAD_COLUMNS, title="load against its plan")
+    for cells, short in rows:
+        t.add_row(*cells, style="red" if short else None)
+    return t
 
 
 def _print_plan(run: "Run", console: Console) -> None:

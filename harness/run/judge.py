@@ -93,6 +93,7 @@ def judgement_of(s: Scenario, doc: dict | None = None) -> Judgement:
     facts, sources = model_facts(s, None)
     return Judgement(s.expect, facts, sources, threshold_s=s.report.unavailability_threshold_s,
                      html=s.report.html, families=tuple(f.name for f in named_by(s.workload)),
+                     load_plans=s.load_plans,
                      scenario_doc=doc if doc is not None else s.to_dict()
                      ).with_expectations(s.expect)
 

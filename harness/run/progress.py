@@ -122,7 +122,9 @@ class Progress:
             left = run.scenario.workload.duration_s - (time.monotonic() - load)
             remaining = f", load {max(0.0, left):.0f} s left"
         ps = r.per_s
-        active = run.faults.active() if run.faults is not None else []
+        # a fault whose inject failed stays registered until its heal runs: not in effect
+        active = [f for f in (run.faults.active() if run.faults is not None else [])
+                  if not f.detail.get("inject_error")]
         topic, partition = watched_partition(self.run.scenario)   # as run (external: prefixed)
         leader = run.observer.leader(topic, partition) if run.observer is not None else None
         return {

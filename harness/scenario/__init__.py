@@ -14,7 +14,7 @@ A scenario file has these sections (every one optional; defaults fill the rest):
                recovery_timeout_s
     drain:     workloads.spec.DrainSpec's fields (topics default to every topic)
     expect:    verifiers.expectations (a list, or {expectations, facts, include_defaults})
-    report:    {html, unavailability_threshold_s}
+    report:    {html, unavailability_threshold_s, min_load_fraction}
 
 Each section is validated by the spec that owns its fields (one source of truth);
 this module adds the defaults a run needs, the checks that span sections

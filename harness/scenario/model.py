@@ -20,9 +20,11 @@ from families import named_by
 from families.records.section import Workload
 from faults.catalog import ResolvedFault
 from faults.schedule import ScheduleSpec
+from spark_reports.load_plan import DEFAULT_MIN_LOAD_FRACTION, LoadPlan
 from verifiers.expectations import ExpectationSet
 from verifiers.facts import durable
-from workloads.spec import DrainSpec
+from workloads.records import java_producer_name
+from workloads.spec import DrainSpec, ProducerSpec
 
 KAFKA_DEFAULT_MIN_ISR = 1
 
@@ -70,6 +72,9 @@ class AppliesTo(_Model):
 class Report(_Model):
     html: bool = True
     unavailability_threshold_s: float = 1.0
+    # A producing workload that sent less than this fraction of its plan is short, and
+    # fails the run (load_shortfall == 0, judged by default; spark_reports/load_plan.py).
+    min_load_fraction: float = Field(DEFAULT_MIN_LOAD_FRACTION, ge=0.0, le=1.0)
 
 
 class Scenario(_Model):
@@ -97,6 +102,21 @@ class Scenario(_Model):
         facts["clean_elections"] = not any(self.unclean_elections(t) for t in self.topics)
         facts["durable"] = durable(facts)
         return facts
+
+    @property
+    def load_plans(self) -> tuple[LoadPlan, ...]:
+        """Each producing workload's plan, named as the history's produced.producer
+        column names it (verifiers judge load_shortfall against these)."""
+        w, fraction = self.workload, self.report.min_load_fraction
+        plans = [LoadPlan(p.name, _producer_kind(p), rate=p.rate, duration_s=p.duration_s,
+                          records=p.records, off_s=_churn_off_s(p),
+                          restarts=p.churn is not None or p.on_fatal == "restart",
+                          min_fraction=fraction) for p in w.producers]
+        plans += [LoadPlan(java_producer_name(j.prefix), "Java VerifiableProducer",
+                           rate=float(j.throughput) if j.throughput > 0 else None,
+                           duration_s=w.duration_s, records=j.max_messages, min_fraction=fraction)
+                  for j in w.java_producers]
+        return tuple(plans)
 
     @property
     def image_versions(self) -> tuple[str, ...]:
@@ -144,6 +164,24 @@ class Scenario(_Model):
 
     def to_yaml(self) -> str:
         return yaml.safe_dump(self.to_dict(), sort_keys=False, default_flow_style=False)
+
+
+def _producer_kind(p: ProducerSpec) -> str:
+    kind = "transactional producer" if p.transactions is not None else "producer"
+    return f"Java {kind}" if p.client == "java" else kind
+
+
+def _churn_off_s(p: ProducerSpec) -> float:
+    """The seconds a churned producer is planned to be away: down_s per restart
+    (workloads/producer_churn.py: the first at first_s, then every_s after each comes
+    back, none in the last down_s + 2 s)."""
+    c, duration = p.churn, p.duration_s
+    if c is None or duration is None:
+        return 0.0
+    restarts, at = 0, c.first_s
+    while at < duration - c.down_s - 2.0:
+        restarts, at = restarts + 1, at + c.down_s + c.every_s
+    return restarts * c.down_s
 
 
 def _schedule_fields(spec: ScheduleSpec) -> dict[str, Any]:

@@ -447,3 +447,49 @@ def test_the_sweep_restarts_a_broker_it_finds_with_a_full_disk(supervised_ctx, t
     assert [c for c in three.calls if c in ("stop", "start")] == ["stop", "start"]
     assert three.is_running()
     assert not [c for c in one.calls if c in ("stop", "start")]
+
+
+def test_a_pause_of_a_killed_broker_fails_in_words_and_its_row_says_so(ctx):
+    # the new user's scenario: kafka-2 killed, then paused while down
+    kill, pause = Kill(sel.node(2), HARD), Pause(sel.node(2), DOCKER)
+    kill.inject(ctx)
+    with pytest.raises(FaultError, match=r"kafka-2 is not running \(its container is exited\)"):
+        pause.inject(ctx)
+    assert "pause" not in ctx.cluster.node(2).calls       # nothing was asked of Docker
+    pause.heal(ctx)                                     # a heal of nothing: no error
+    kill.heal(ctx)
+    rows = event_rows(ctx)
+    assert [(r["kind"], r["name"]) for r in rows] == [
+        ("fault", "kill"), ("fault", "pause"), ("heal", "pause"), ("heal", "kill")]
+    assert rows[1]["detail"]["inject_error"].startswith("FaultError: kafka-2 is not running")
+    assert not any("heal_error" in r["detail"] for r in rows)
+
+
+class _HealFails(BaseFault):
+    name = "stubborn"
+
+    def __init__(self, failures: int):
+        super().__init__()
+        self.failures = failures
+
+    def _inject(self, ctx):
+        pass
+
+    def _heal(self, ctx):
+        if self.failures:
+            self.failures -= 1
+            raise FaultError("cannot undo it")
+
+
+def test_a_failed_heal_writes_a_heal_error_row_and_the_heal_follows(ctx):
+    f = _HealFails(failures=1)
+    f.inject(ctx)
+    with pytest.raises(FaultError):
+        f.heal(ctx)
+    assert f.fault_id in ctx.active
+    heal_all(ctx, "teardown")                  # heal-all's retry succeeds
+    rows = [r for r in event_rows(ctx) if r["kind"] in ("fault", "heal")]
+    assert [r["kind"] for r in rows] == ["fault", "heal", "heal"]
+    assert rows[1]["detail"] == {"fault_id": f.fault_id, "label": "stubborn",
+                                 "heal_error": "FaultError: cannot undo it"}
+    assert "heal_error" not in rows[2]["detail"]

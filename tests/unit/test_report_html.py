@@ -111,13 +111,15 @@ def test_unknown_page_and_junit():
 
 
 def test_junit_cases_per_expectation():
-    v = judge({"anomalies": {"lost": 1, "duplicate": 0}, "counts": {"workload_deaths": 0},
+    v = judge({"anomalies": {"lost": 1, "duplicate": 0},
+               "counts": {"workload_deaths": 0, "fault_errors": 0, "load_shortfall": 0},
                "metrics": {}},
               load_expectations("- lost == 0\n- duplicate == 0\n- reordered == 0 when idempotent\n",
                                 "e"), {"idempotent": None}, {"idempotent": "unknown"})
     root = ET.fromstring(junit_xml("r", v, 2.0))
-    # workload_deaths == 0 is judged beside the three (a dead workload never passes)
-    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("4", "1", "1")
+    # workload_deaths, fault_errors and load_shortfall == 0 are judged beside the three
+    # (a run that did not do what it planned never passes)
+    assert (root.get("tests"), root.get("failures"), root.get("skipped")) == ("6", "1", "1")
     cases = {c.get("name"): c for c in root.findall("testcase")}
     assert cases["lost == 0"].find("failure").get("message") == "lost: 1 > 0"
     assert cases["reordered == 0 when idempotent"].find("skipped") is not None

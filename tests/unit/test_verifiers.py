@@ -58,7 +58,8 @@ def test_load_document_with_facts_and_defaults():
     assert s.expectations[-1] == parse_expectation("max_unavailability_s <= 30")
     assert s.facts == (("idempotent", False),)
     assert load_expectations("- lost == 0\n", "y.yaml").expectations == (
-        parse_expectation("lost == 0"), parse_expectation("workload_deaths == 0"))
+        parse_expectation("lost == 0"), parse_expectation("workload_deaths == 0"),
+        parse_expectation("fault_errors == 0"), parse_expectation("load_shortfall == 0"))
     with pytest.raises(SpecError, match="x.yaml: extra"):
         load_expectations("extra: 1\n", "x.yaml")
     with pytest.raises(SpecError, match="x.yaml: facts.speedy"):
@@ -114,7 +115,8 @@ def test_derived_metrics():
     assert metric_value(s, "ack_latency_ms.p99") == (40.0, None)
     assert metric_value(s, "e2e_latency_ms.p99")[0] is None
     exps = load_expectations("- max_unavailability_s <= 30 s\n- e2e_latency_ms.p99 < 100\n", "e")
-    s["counts"]["workload_deaths"] = 0          # judged always (a dead workload never passes)
+    # judged always (a run that did not do what it planned never passes)
+    s["counts"].update(workload_deaths=0, fault_errors=0, load_shortfall=0)
     v = judge(s, exps, ALL_TRUE, {})
     assert v.failures == ("max_unavailability_s: 31 > 30",)
     assert v.not_judged == ("e2e_latency_ms.p99 < 100: not judged, e2e_latency_ms.p99 has no "
