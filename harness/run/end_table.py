@@ -101,7 +101,7 @@ def print_end_table(run: "Run", console: Console | None = None) -> None:
 LOAD_COLUMNS = ("workload", "plan", "planned", "sent", "of plan", "first send", "longest gap")
 
 
-def load_rows(summary: dict) -> list[tuple[list[str], bool]]:
+def load_rows(summary: Summary) -> list[tuple[list[str], bool]]:
     """Per producing workload: its plan, what it sent, the first send after the
     workloads started and the longest gap between sends; and whether it was short."""
     rows = []

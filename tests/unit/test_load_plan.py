@@ -17,6 +17,7 @@ from core.history import HistoryWriter
 from harness.scenario import parse_scenario
 from spark_reports.load_plan import LoadPlan, measure, read_sends, summarize_load
 from spark_reports.storage import RunLocation
+from spark_reports.summary import Summary
 from spark_reports.timeline import Timeline
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
@@ -170,7 +171,7 @@ def test_a_short_workload_fails_the_run_and_says_why(tmp_path):
     assert [p["text"] for p in summary["problems"]] == ["…", said]
     v = judge(summary, load_expectations("- lost == 0\n", "e"), {}, {})
     assert v.failures == (f"load_shortfall: 1 > 0 ({said})",)
-    table = load_rows(summary)
+    table = load_rows(Summary.from_dict(summary))
     assert [short for _, short in table] == [True, False]
     assert table[0][0][:5] == ["p0 (Java transactional producer)", "200 records/s for 20 s",
                                "4,000", "70", "1.8 %"]
