@@ -1,6 +1,6 @@
 """Load that never came: each producing workload's plan against what it sent.
 
-A plan (`LoadPlan`, built from the scenario model: harness/scenario_model.py
+A plan (`LoadPlan`, built from the scenario model: harness/scenario/model.py
 `Scenario.load_plans`) says how many records a workload was to send: rate × duration
 (less the time a churned producer is planned to be away), capped by its `records`;
 its `records` alone when it has no rate; none for a workload that sends as fast as

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import json
 
-from harness.end_table import recovery_rows
-
+from harness.run.end_table import recovery_rows
 from spark_reports.explain import RunFacts, fault_story
 from spark_reports.isr import isr_by_fault
 from spark_reports.metrics import recovery, window_owner

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from harness.end_table import load_rows
-from harness.yamlsource import load_yaml
 
 from core.errors import SpecError
 from core.history import HistoryWriter
+from harness.run.end_table import load_rows
 from harness.scenario import parse_scenario
+from harness.scenario.yamlsource import load_yaml
 from spark_reports.load_plan import LoadPlan, measure, read_sends, summarize_load
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary

@@ -8,9 +8,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from harness.run_judge import verify_stored_run
 from histories import T0, History
 
+from harness.run.judge import verify_stored_run
 from verifiers.verify import verify_run
 
 pytestmark = pytest.mark.spark
