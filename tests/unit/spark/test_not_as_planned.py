@@ -6,11 +6,13 @@ caused. A look-alike (every fault injected, a producer stalled but caught up) pa
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from histories import T0, History
 
-from harness.run.judge import verify_stored_run
+from harness.run.judge import stored_judgement, verify_stored_run
+from verifiers.judgement import Judgement
 from verifiers.verify import verify_run
 
 pytestmark = pytest.mark.spark
@@ -79,7 +81,8 @@ def test_a_failed_pause_and_load_that_never_came_fail_a_stored_run(tmp_path, spa
     assert "Load against its plan" in html and "alive but silent" not in html
 
     # without the plans (no scenario model) the shortfall is not judged, the fault error is
-    s = verify_run(str(tmp_path), spark=spark, write_html=False).summary
+    s = verify_run(str(tmp_path), Judgement.without_model("unknown: none given", html=False),
+                   spark=spark).summary
     assert s["counts"]["fault_errors"] == 1 and "load_shortfall" not in s["counts"]
     assert any(n.startswith("load_shortfall == 0: not judged, no load plan")
                for n in s["verdict"]["not_judged"])
@@ -90,7 +93,8 @@ def test_every_fault_injected_and_a_stall_caught_up_passes(tmp_path, spark):
     # gone) and caught up after: 1 000 records
     sends = [i / 100 for i in range(200)] + [6 + i / 200 for i in range(800)]
     _run(tmp_path, sends, pause_fails=False)
-    result = verify_stored_run(str(tmp_path), spark=spark, write_html=False)
+    result = verify_run(str(tmp_path), replace(stored_judgement(str(tmp_path)), html=False),
+                        spark=spark)
     s = result.summary
     assert result.exit_code == 0, s["verdict"]
     assert (s["counts"]["fault_errors"], s["counts"]["load_shortfall"]) == (0, 0)
