@@ -14,6 +14,7 @@ from spark_reports.isr import isr_by_fault
 from spark_reports.metrics import recovery, window_owner
 from spark_reports.problems import fault_errors, find_problems, summarize_fault_errors
 from spark_reports.storage import RunLocation
+from spark_reports.summary import Summary
 from spark_reports.timeline import parse_events, touched_partitions
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
@@ -81,7 +82,7 @@ def test_the_fault_table_and_the_story_say_what_failed_not_what_it_would_have_do
     touched = {0: ([("t", 0)], "seen"), 1: ([], "none")}
     rec = recovery(tl, touched, [], S)
     summary = {"metrics": {"recovery": rec, "isr": isr_by_fault(tl, touched)}}
-    _, pause_row = recovery_rows(summary)
+    _, pause_row = recovery_rows(Summary.from_dict(summary))
     assert pause_row[0] == "timeline[1] pause"
     assert pause_row[1] == f"not injected: {NOT_RUNNING}"
     assert "alive but silent" not in " ".join(pause_row)
