@@ -11,6 +11,7 @@
 // 75 after a fatal error with policy restart (the harness starts the next incarnation).
 // The duration and the rate count from the first transaction, after initTransactions.
 // Start-up steps and the first transactions' times are marked on stderr ("harness: ").
+// `--train 1`: the class archive's training run (no cluster; train()).
 import java.io.FileInputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -307,11 +308,31 @@ public class TxnProducer {
         return Math.max(code, 0);
     }
 
+    /** `--train 1`: the class archive's training run (java_txn.py), with no cluster: the
+     *  classes a run loads are loaded (the producer made, initTransactions and a send
+     *  timing out, a line printed), then a normal exit, at which the JVM writes them. */
+    static void train(TxnProducer p) {
+        p.producer = new KafkaProducer<>(p.conf, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            p.producer.initTransactions();
+        } catch (KafkaException e) {
+            emit("retry", "txn", 0, "call", "initTransactions", "error", errName(e), "reason", reason(e));
+        }
+        try {
+            p.sendOne(0, 0, "0".getBytes(StandardCharsets.UTF_8));
+        } catch (KafkaException | IllegalStateException e) {
+            emit("ack", "seq", 0, "p", null, "o", null, "err", errName(e));
+        }
+        p.producer.close(java.time.Duration.ZERO);
+        System.exit(0);
+    }
+
     public static void main(String[] args) throws Exception {
         mark("main");
         Map<String, String> opt = new HashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         TxnProducer p = new TxnProducer(opt);
+        if (opt.containsKey("train")) train(p);
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             p.stopping = true;                 // SIGTERM: end the open transaction, then stop
