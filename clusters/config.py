@@ -57,6 +57,10 @@ def _defaults(spec: ClusterSpec) -> dict[str, str]:
         "num.partitions": "1",
         "log.segment.bytes": str(64 * 1024 * 1024),
         "offsets.topic.num.partitions": "10",
+        # made on a producer's first FindCoordinator, inside its initTransactions: 50
+        # partitions (Kafka's default) x RF 3 took 2.1-3.8 s to elect and load on 2 busy
+        # cores, 10 take 1.1-1.9 s (issue 34)
+        "transaction.state.log.num.partitions": "10",
         "num.network.threads": "2",
         "num.io.threads": "4",
         "num.replica.fetchers": "1",

@@ -3,7 +3,13 @@ cluster, a broker paused under it (found through FindCoordinator or the partitio
 leader): every record sent has exactly one row with its transaction and outcome, every
 transaction an event, the verdict is computed (torn_transaction among the kinds), and the
 coordinator's DEBUG lines asked for by cluster.log_levels are in the broker logs (log4j 1 on
-3.9, log4j 2 on 4.3)."""
+3.9, log4j 2 on 4.3).
+
+What is asserted does not depend on the machine's speed (a transactional producer ends
+one transaction before it begins the next, so its rate is the cluster's round trips',
+not the scenario's `rate`): the pause fell inside the load; transactions committed
+before it and after its heal, one was open across it, some aborted; no aborted record
+read, no torn transaction."""
 from __future__ import annotations
 
 import json
@@ -22,7 +28,9 @@ SCENARIO = {
                 "log_levels": {"kafka.coordinator.transaction": "DEBUG"}},
     "topics": [{"name": "t", "partitions": 3, "replication_factor": 3,
                 "configs": {"min.insync.replicas": 2}}],
-    "workload": {"duration_s": 20, "consumers": [
+    # 15 s from the producer's first transaction: the pause (4 s after the warm-up, held
+    # 3 s) is over about 8 s into it
+    "workload": {"duration_s": 15, "consumers": [
         {"group_id": "g0", "topics": ["t"], "isolation": "read_committed"}]},
 }
 TXN = {"records_per_txn": 5, "partitions_per_txn": 2, "intra_txn_delay_ms": 20,
@@ -50,7 +58,7 @@ def _check_history(result) -> pd.DataFrame:
     assert produced.txn_seq.notna().all() and produced.txn_id.notna().all()
     assert set(produced.txn_outcome) <= {"committed", "aborted", "unknown"}
     committed = produced[produced.txn_outcome == "committed"]
-    assert len(committed) > 100 and (committed.status == "acked").all()
+    assert len(committed) and (committed.status == "acked").all()
     assert committed.offset.notna().all()
     assert (produced[produced.txn_outcome == "aborted"].status == "failed").all()
     # every transaction with a known outcome has its `transaction` event, saying the same
@@ -60,10 +68,11 @@ def _check_history(result) -> pd.DataFrame:
     known = produced[produced.txn_outcome != "unknown"]
     for key, outcome in zip(zip(known.producer, known.txn_seq), known.txn_outcome, strict=True):
         assert said.get(key) == outcome, (key, outcome)
-    # the verdict is computed, torn_transaction among the kinds
+    # the verdict is computed: no torn transaction, no aborted record read
     summary = json.loads((run_dir / "report" / "summary.json").read_text())
     assert summary["verdict"]["status"] in ("passed", "failed"), summary["verdict"]
-    assert "torn_transaction" in summary["anomalies"]
+    assert summary["anomalies"]["torn_transaction"] == 0, summary["anomalies"]
+    assert summary["anomalies"]["aborted_read"] == 0, summary["anomalies"]
     assert summary["counts"]["client_fatals"] == len(summary["client_fatals"])
     faults = json.loads((run_dir / "faults.json").read_text())
     assert [f["error"] for f in faults] == [None], faults
@@ -73,7 +82,30 @@ def _check_history(result) -> pd.DataFrame:
                         for text in logs for line in text.splitlines()), [p.name for p in run_dir.rglob("*.log")]
     assert not docker_client().containers.list(all=True, filters={
         "label": f"harness.run-id={run_dir.name}"})
+    _check_across_the_pause(events, produced)
     return produced
+
+
+def _check_across_the_pause(events: pd.DataFrame, produced: pd.DataFrame) -> None:
+    """The pause fell inside the load, and the transactions went on around it: some
+    committed before it, one was open while it held, some began after its heal and
+    committed, some aborted (the seeded abort rate, or the pause)."""
+    phases = events[events.kind == "phase"].set_index("name").ts_us
+    [paused] = events[events.kind == "fault"].ts_us
+    [healed] = events[events.kind == "heal"].ts_us
+    assert phases["load-start"] < paused < healed < phases["load-end"], (paused, healed, phases)
+    txns = events[(events.kind == "client") & (events.name == "transaction")]
+    ended = {(t, json.loads(d)["txn_seq"]): ts for t, d, ts in zip(txns.target, txns.detail, txns.ts_us,
+                                                                     strict=True)}
+    spans = produced.groupby(["producer", "txn_seq"]).agg(begun=("send_ts_us", "min"),
+                                                           outcome=("txn_outcome", "first"))
+    spans["ended"] = pd.Series([ended.get(key) for key in spans.index], index=spans.index,
+                               dtype="float64")     # NaN: never ended
+    committed = spans[spans.outcome == "committed"]
+    assert (committed.ended < paused).any(), "no transaction committed before the pause"
+    assert (committed.begun > healed).any(), "no transaction begun after the heal committed"
+    assert ((spans.begun < healed) & ~(spans.ended < paused)).any(), "no transaction open during the pause"
+    assert (spans.outcome == "aborted").any(), spans.outcome.value_counts()
 
 
 @pytest.mark.timeout(420)
@@ -91,6 +123,9 @@ def test_java_transactions_with_a_leader_paused(chaos_run, tmp_path):
     """On 4.3: Kafka's 4.3 Java client (transactions v2), the broker logging through log4j 2."""
     result = chaos_run(_scenario(tmp_path, "txn-ci-java", {"client": "java"},
                                  {"leader_of": {"topic": "t", "partition": 0}}, version="4.3"))
-    produced = _check_history(result)
-    assert (result.run_dir / "workloads" / "java-p0" / "stderr.log").stat().st_size > 0
-    assert produced.ack_ts_us.notna().sum() > 100
+    _check_history(result)
+    assert result.status == "passed", result.summary and result.summary["verdict"]
+    stderr = (result.run_dir / "workloads" / "java-p0" / "stderr.log").read_text()
+    # its start-up marks (how long after the JVM's start it made the producer, initialised
+    # transactions, ended its first transactions) are kept with the client's log
+    assert "harness: initTransactions done" in stderr and "harness: txn 0:" in stderr

@@ -9,7 +9,7 @@ from confluent_kafka import KafkaError
 from core.errors import SpecError
 from core.history import EventLog, HistoryWriter, read_table
 from workloads import producer_churn
-from workloads.java_txn import TxnLineConverter, java_args
+from workloads.java_txn import ARCHIVE, CLASS_DIR, TxnLineConverter, java_args, run_opts
 from workloads.process import FATAL_RESTART_EXIT
 from workloads.producer import ReconcileResult, _ended_by
 from workloads.spec import ProducerSpec
@@ -84,6 +84,16 @@ def test_java_args_carry_every_knob():
                     "--records": "-1", "--duration-ms": "20000", "--end-timeout-ms": "30000",
                     "--rate": "0", "--abort-rate": "0.1", "--on-indefinite": "reinit",
                     "--seed": "0", "--on-fatal": "restart"}
+
+
+def test_java_run_opts_map_the_class_archive_only_when_its_training_wrote_one(tmp_path):
+    provider = "-Dorg.apache.kafka.automatic.config.providers=x"       # a secured cluster's
+    without = run_opts(tmp_path, provider).split()
+    assert "-XX:TieredStopAtLevel=1" in without and provider in without
+    assert not any(o.startswith("-XX:SharedArchiveFile") for o in without)
+    assert "-Dlog4j2.configurationFile=/out/log4j2.yaml" in without
+    (tmp_path / ARCHIVE).write_bytes(b"")
+    assert f"-XX:SharedArchiveFile={CLASS_DIR}/{ARCHIVE}" in run_opts(tmp_path).split()
 
 
 class _Recorder:

@@ -9,6 +9,9 @@
 // error, call, indefinite}; retry, reinit, fatal {txn, call, error, reason, policy};
 // done {sent}. Exit 0 at the end of the workload, 3 after a fatal error (policy stop),
 // 75 after a fatal error with policy restart (the harness starts the next incarnation).
+// The duration and the rate count from the first transaction, after initTransactions.
+// Start-up steps and the first transactions' times are marked on stderr ("harness: ").
+// `--train 1`: the class archive's training run (no cluster; train()).
 import java.io.FileInputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -46,6 +49,7 @@ public class TxnProducer {
     KafkaProducer<byte[], byte[]> producer;
     List<Integer> partitions;
     long seq = 0, txn = 0, sent = 0, started;
+    long flushMs;                              // the last transaction's flush (a timing mark)
 
     TxnProducer(Map<String, String> opt) throws Exception {
         this.opt = opt;
@@ -97,6 +101,15 @@ public class TxnProducer {
         System.out.flush();
     }
 
+    /** A timing mark on stderr, among the client's log lines: how long after the JVM's
+     *  start each step of the start-up came (main, producer made, initTransactions
+     *  done, first transactions), so a slow start can be told apart. */
+    static void mark(String what) {
+        long jvm = java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime();
+        System.err.println("[" + java.time.Instant.now() + "] harness: " + what + " (+"
+                + (System.currentTimeMillis() - jvm) + " ms since the JVM started)");
+    }
+
     static String errName(Throwable e) {
         return e == null ? null : e.getClass().getSimpleName();
     }
@@ -114,9 +127,11 @@ public class TxnProducer {
     // -- the producer -------------------------------------------------------------------
     void makeProducer() {
         producer = new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer());
+        mark("producer made");
         while (true) {
             try {
                 producer.initTransactions();
+                mark("initTransactions done");
                 return;
             } catch (TimeoutException e) {
                 if (stopping) throw e;           // the coordinator is away: try again
@@ -206,7 +221,9 @@ public class TxnProducer {
 
     /** Ends the open transaction; returns the exit code to end with, or -1 to go on. */
     int end(int n) {
+        long f0 = System.nanoTime();
         producer.flush();
+        flushMs = (System.nanoTime() - f0) / 1000000;
         boolean wantAbort = rngAbort.nextDouble() < abortRate;
         KafkaException err = wantAbort ? null : call("commitTransaction");
         int code;
@@ -250,7 +267,6 @@ public class TxnProducer {
     }
 
     int run() throws Exception {
-        started = System.currentTimeMillis();
         makeProducer();
         if (partitionsPerTxn > 0) {
             partitions = new ArrayList<>();
@@ -258,9 +274,15 @@ public class TxnProducer {
             Collections.sort(partitions);
         }
         emit("start", "name", name);
+        mark("partitions known");
+        // The clock starts now, as librdkafka's producer's does: the JVM's start and
+        // initTransactions (the coordinator's topic made on first use) do not eat the
+        // duration, and the rate is paced from the first transaction.
+        started = System.currentTimeMillis();
         int code = -1;
         while (code < 0 && !done()) {
             throttle();
+            long t0 = System.nanoTime();
             int n = (int) (records >= 0 ? Math.min(recordsPerTxn, records - seq) : recordsPerTxn);
             try {
                 producer.beginTransaction();
@@ -275,17 +297,42 @@ public class TxnProducer {
                 code = undecided("send", refused, true, null);
                 break;
             }
+            long t1 = System.nanoTime();
             code = end(n);
+            if (txn <= 3 || txn % 50 == 0)
+                mark("txn " + (txn - 1) + ": sent in " + (t1 - t0) / 1000000 + " ms, flushed in " + flushMs
+                        + " ms, ended in " + (System.nanoTime() - t1) / 1000000 + " ms");
         }
         emit("done", "sent", seq);
         producer.close(java.time.Duration.ofSeconds(5));
         return Math.max(code, 0);
     }
 
+    /** `--train 1`: the class archive's training run (java_txn.py), with no cluster: the
+     *  classes a run loads are loaded (the producer made, initTransactions and a send
+     *  timing out, a line printed), then a normal exit, at which the JVM writes them. */
+    static void train(TxnProducer p) {
+        p.producer = new KafkaProducer<>(p.conf, new ByteArraySerializer(), new ByteArraySerializer());
+        try {
+            p.producer.initTransactions();
+        } catch (KafkaException e) {
+            emit("retry", "txn", 0, "call", "initTransactions", "error", errName(e), "reason", reason(e));
+        }
+        try {
+            p.sendOne(0, 0, "0".getBytes(StandardCharsets.UTF_8));
+        } catch (KafkaException | IllegalStateException e) {
+            emit("ack", "seq", 0, "p", null, "o", null, "err", errName(e));
+        }
+        p.producer.close(java.time.Duration.ZERO);
+        System.exit(0);
+    }
+
     public static void main(String[] args) throws Exception {
+        mark("main");
         Map<String, String> opt = new HashMap<>();
         for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
         TxnProducer p = new TxnProducer(opt);
+        if (opt.containsKey("train")) train(p);
         Thread main = Thread.currentThread();
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             p.stopping = true;                 // SIGTERM: end the open transaction, then stop
