@@ -32,6 +32,7 @@ class Workloads:
         self.producers: list = []
         self.groups: list = []
         self.java: list[threading.Thread] = []
+        self.java_producers: list[threading.Thread] = []     # of self.java
         self.java_stop = threading.Event()
         self.started_at: float | None = None
         self.stopped = False
@@ -46,12 +47,13 @@ class Workloads:
         for spec in w.producers:
             self.producers.append(start_producer(spec, ctx, w.clients_version))
         for spec in w.java_producers:
-            self._java(f"java-producer-j{spec.prefix}", self._java_producer, spec)
+            self.java_producers.append(
+                self._java(f"java-producer-j{spec.prefix}", self._java_producer, spec))
         for spec in w.java_consumers:
             self._java(f"java-consumer-{spec.name}", self._java_consumer, spec)
         return self
 
-    def _java(self, name: str, fn: Callable, spec) -> None:
+    def _java(self, name: str, fn: Callable, spec) -> threading.Thread:
         def body() -> None:
             try:
                 fn(spec)
@@ -61,6 +63,7 @@ class Workloads:
         t = threading.Thread(target=body, name=name, daemon=True)
         t.start()
         self.java.append(t)
+        return t
 
     def _java_producer(self, spec) -> None:
         run_java_producer(self.ctx, topic=spec.topic, max_messages=spec.max_messages,
@@ -98,6 +101,11 @@ class Workloads:
         for p in self.producers:
             if p.result is None:
                 p.stop(timeout=None if graceful else 10.0)
+        if graceful and self.started_at is not None:
+            # Kafka's Java producers too run their duration (or their max_messages): with
+            # no producer of ours to wait for, the load would end with the faults
+            for t in self.java_producers:
+                t.join(max(0.0, self.started_at + self.spec.duration_s - time.monotonic()))
         if graceful and self.groups:
             self._catch_up()
         self.java_stop.set()

@@ -6,8 +6,9 @@ coordinator's DEBUG lines asked for by cluster.log_levels are in the broker logs
 3.9, log4j 2 on 4.3).
 
 What is asserted does not depend on the machine's speed (a transactional producer ends
-one transaction before it begins the next, so its rate is the cluster's round trips',
-not the scenario's `rate`): the pause fell inside the load; transactions committed
+one transaction before it begins the next, so its rate is bounded by the cluster's round
+trips: 12-37 records/s was seen on 2 busy cores; the scenario asks for 10, so the run's
+load is judged against a plan a slow machine meets): the pause fell inside the load; transactions committed
 before it and after its heal, one was open across it, some aborted; no aborted record
 read, no torn transaction."""
 from __future__ import annotations
@@ -40,7 +41,7 @@ TXN = {"records_per_txn": 5, "partitions_per_txn": 2, "intra_txn_delay_ms": 20,
 def _scenario(tmp_path, name: str, producer: dict, target: dict, version: str = "3.9"):
     doc = {"name": name, **SCENARIO, "cluster": {**SCENARIO["cluster"], "version": version},
            "workload": {**SCENARIO["workload"], "producers": [
-               {"name": "p0", "topic": "t", "request_timeout_ms": 3000, "rate": 200,
+               {"name": "p0", "topic": "t", "request_timeout_ms": 3000, "rate": 10,
                 "transactions": TXN, "on_fatal": "restart", **producer}]},
            "faults": {"timeline": [{"at": 4, "fault": "sigstop", "target": target, "hold": 3}]}}
     path = tmp_path / f"{name}.yaml"
