@@ -21,8 +21,8 @@ from typing import TYPE_CHECKING
 
 from core.errors import SpecError
 
-# the CLI (harness/cli/) builds every subcommand's parser at start: this module imports only
-# argparse at load time, and the scenario model, Docker and Spark when the command runs.
+# the CLI (harness/cli/upgrade.py) imports this module as it builds its parsers: it imports
+# nothing heavy at load time, the scenario model, Docker and Spark when the command runs.
 if TYPE_CHECKING:
     from harness.scenario import Scenario
 
