@@ -58,7 +58,6 @@ class Run:
     phases: PhaseLog
     progress: Display | None = None
     observer: MetadataObserver | None = None
-    load: Load | None = None            # the records family's clients
     clients: dict[str, Any] = field(default_factory=dict)   # family name -> its started clients
     faults: FaultsInPlay | None = None
     verified: VerifyResult | None = None
@@ -67,6 +66,12 @@ class Run:
     # Set when the experiment did not happen as planned through the user's own doing (an
     # exec fault's command failed): the run is judged and reported, and exits 2 with this.
     not_as_planned: str | None = None
+
+    @property
+    def load(self) -> Load | None:
+        """The records family's clients: the producers the faults and the progress ask
+        about."""
+        return self.clients.get("records")
 
     def say(self, message: str) -> None:
         if self.progress is not None:

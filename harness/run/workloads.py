@@ -31,7 +31,7 @@ def start(run: Run, detail: dict) -> None:
         if family.start is not None:
             started[family.name] = family.start(run.ctx, section).__enter__()
     run.clients = started
-    run.load = load = started.get("records")
+    load = run.load
     detail.update(families=[f.name for f in named_by(section)],
                   producers=[p.spec.name for p in load.producers] if load else [],
                   groups=[g.spec.group_id for g in load.groups] if load else [],
