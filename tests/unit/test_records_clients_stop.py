@@ -16,7 +16,7 @@ def test_a_java_only_load_runs_its_duration_before_it_is_told_to_stop(tmp_path):
     told: list[float] = []
 
     def java_producer():            # as run_java_producer: runs until should_stop()
-        load.java_stop.wait(10)
+        load.java_producers_stop.wait(10)
         told.append(time.monotonic())
 
     t = threading.Thread(target=java_producer, daemon=True)
@@ -31,4 +31,5 @@ def test_a_java_only_load_runs_its_duration_before_it_is_told_to_stop(tmp_path):
     quick.started_at = time.monotonic()
     t0 = time.monotonic()
     quick.stop(graceful=False)
-    assert quick.java_stop.is_set() and time.monotonic() - t0 < 5
+    assert quick.java_stop.is_set() and quick.java_producers_stop.is_set()
+    assert time.monotonic() - t0 < 5
