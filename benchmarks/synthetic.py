@@ -562,6 +562,9 @@ def _write_produced(out: Path, spec: SyntheticSpec, names: list[str], produced) 
                                    pa.array(np.where(is_tx, txn_out + 1, 0))),
             # not told: who acknowledged is checked on the casebook
             "acked_by": pa.nulls(len(seq), pa.int32()),
+            # no compacted topic here
+            "version": pa.nulls(len(seq), pa.int64()),
+            "tombstone": pa.nulls(len(seq), pa.bool_()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["produced"]),
                        out / f"synthetic-{part_no:06d}.parquet")
@@ -590,6 +593,10 @@ def _write_consumed(out: Path, spec: SyntheticSpec, names: list[str], consumed, 
             "poll_seq": pa.nulls(len(seq), pa.int64()),
             "leader_epoch": pa.nulls(len(seq), pa.int32()),
             "assignment": pa.nulls(len(seq), pa.int32()),
+            "source_record_id": pa.nulls(len(seq), pa.string()),      # no pipeline here
+            "key_count": pa.nulls(len(seq), pa.int64()),
+            "pipeline_instance": pa.nulls(len(seq), pa.string()),
+            "pipeline_txn": pa.nulls(len(seq), pa.int64()),
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["consumed"]),
                        out / f"synthetic-{part_no:06d}.parquet")

@@ -16,6 +16,7 @@ from clusters.roles import BROKER, COMBINED, CONTROLLER, ZOOKEEPER
 from clusters.security import broker_security_props, controller_security_props, listener_protocols
 from clusters.spec import KRAFT_COMBINED, KRAFT_ISOLATED, TOXIPROXY_ALL, TOXIPROXY_OFF, ClusterSpec
 from clusters.spec import ZOOKEEPER as ZOOKEEPER_MODE
+from clusters.versions import SHARE_GROUPS
 
 CLIENT_PORT = 9092
 INTERNAL_PORT = 9093
@@ -46,6 +47,10 @@ def node_alias(role: str, node_id: int) -> str:
 def _defaults(spec: ClusterSpec) -> dict[str, str]:
     """Harness defaults, chosen for small fast test clusters; users override any of them."""
     rf = str(min(3, spec.brokers))
+    return {**_general_defaults(spec, rf), **_share_defaults(spec, rf)}
+
+
+def _general_defaults(spec: ClusterSpec, rf: str) -> dict[str, str]:
     return {
         "offsets.topic.replication.factor": rf,
         "transaction.state.log.replication.factor": rf,
@@ -65,6 +70,21 @@ def _defaults(spec: ClusterSpec) -> dict[str, str]:
         "num.io.threads": "4",
         "num.replica.fetchers": "1",
         "background.threads": "4",
+    }
+
+
+def _share_defaults(spec: ClusterSpec, rf: str) -> dict[str, str]:
+    """`__share_group_state` sized like the transaction log, on the lines that have share
+    groups only (an older broker warns of keys it does not know; each line's
+    server.properties keeps to what that line reads)."""
+    if not spec.kafka.has(SHARE_GROUPS):
+        return {}
+    return {
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": str(min(2, spec.brokers)),
+        # made on the first share-group FindCoordinator: Kafka's 50 partitions load slowly
+        # on 2 busy cores, as the transaction log's did (issue 34)
+        "share.coordinator.state.topic.num.partitions": "10",
     }
 
 
@@ -197,6 +217,8 @@ def format_args(spec: ClusterSpec, role: str = BROKER, cluster_id: str = "") -> 
         args.append(f"--feature eligible.leader.replicas.version={int(spec.eligible_leader_replicas)}")
     if spec.transaction_version is not None:
         args.append(f"--feature transaction.version={spec.transaction_version}")
+    if spec.share_version is not None:
+        args.append(f"--feature share.version={spec.share_version}")
     if spec.dynamic_quorum and role in (CONTROLLER, COMBINED):
         args.append(f"--initial-controllers {initial_controllers(spec, cluster_id)}")
     return " ".join(args)

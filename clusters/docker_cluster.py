@@ -63,6 +63,7 @@ from clusters.metadata_probe import broker_view, elected  # noqa: E402
 from clusters.metrics import scrape  # noqa: E402
 from clusters.migration import MigrationPlan, plan_migration  # noqa: E402
 from clusters.node import DockerNode  # noqa: E402
+from clusters.protocol_proxy import ProtocolProxy  # noqa: E402
 from clusters.security import ClusterSecurity  # noqa: E402
 from clusters.spec import TOXIPROXY_OFF, ClusterSpec, validate_topic  # noqa: E402
 from clusters.toxiproxy_wiring import ToxiproxyWiring  # noqa: E402
@@ -95,6 +96,7 @@ class DockerCluster:
         self._retired: list[DockerNode] = []              # stopped for good (retire_node)
         self._past_logs: list[tuple[str, str]] = []       # (alias, log) of re-created containers
         self.toxiproxy: ToxiproxyWiring | None = None
+        self.protocol_proxy: ProtocolProxy | None = None     # spec.protocol_proxy
         self._admin: AdminClient | None = None
         self._create_admin: AdminClient | None = None
         self._cluster_id = kraft_cluster_id() if spec.is_kraft else None
@@ -110,6 +112,10 @@ class DockerCluster:
 
     def start(self, timeout: float = 180) -> "DockerCluster":
         """Bring every node up and wait until healthy; tear down on any failure."""
+        if self.keep and self.spec.protocol_proxy:
+            raise SpecError("cluster.protocol_proxy", "the protocol proxy runs in the process "
+                            "that starts the cluster, and a kept cluster outlives it",
+                            "leave protocol_proxy out of a cluster started with `harness cluster up`")
         tags = ensure_images([self.spec.kafka.version], toxiproxy=self.spec.toxiproxy != TOXIPROXY_OFF)
         self.image = tags[f"kafka-{self.spec.kafka.version}"]
         cleanup.register(self)
@@ -276,7 +282,28 @@ class DockerCluster:
         self._toxiproxy = self._container(image, TOXIPROXY_ALIAS, TOXIPROXY, None, {}, {}, 256)
         self.toxiproxy = ToxiproxyWiring(self._toxiproxy.ip)
         self.toxiproxy.wait_ready()
-        self.toxiproxy.create_broker_proxies(self.spec)
+        upstreams = self._start_protocol_proxy() if self.spec.protocol_proxy else None
+        self.toxiproxy.create_broker_proxies(self.spec, upstreams)
+
+    def _start_protocol_proxy(self) -> dict[int, str]:
+        """The protocol proxy on the host's address on the cluster network (the toxiproxy
+        container reaches it there); each route finds its broker's address when a
+        connection opens. Returns toxiproxy's upstream for each broker's client proxy."""
+        gateway = self._gateway()
+        self.protocol_proxy = ProtocolProxy(gateway)
+
+        def broker_address(bid: int):
+            return lambda: (self.broker(bid).ip, CLIENT_PORT)
+        return {bid: f"{gateway}:{self.protocol_proxy.add_route(bid, broker_address(bid))}"
+                for bid in self.spec.broker_ids()}
+
+    def _gateway(self) -> str:
+        config = docker_client().networks.get(self.name).attrs.get("IPAM", {}).get("Config") or []
+        gateway = next((c["Gateway"] for c in config if c.get("Gateway")), None)
+        if gateway is None:
+            raise HarnessError(f"network {self.name} has no gateway: the protocol proxy "
+                               "cannot listen where toxiproxy reaches it")
+        return gateway
 
     def stop(self) -> None:
         """Remove every container, the network and the mounts of this run. Idempotent."""
@@ -293,6 +320,9 @@ class DockerCluster:
             errors.append(f"mounts: {e}")
         self._nodes, self._retired = [], []
         self._toxiproxy = None
+        if self.protocol_proxy is not None:
+            self.protocol_proxy.close()
+            self.protocol_proxy = None
         cleanup.unregister(self)
         if errors:
             log.warning("cluster %s teardown had errors: %s", self.name, "; ".join(errors))

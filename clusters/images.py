@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from clusters.cache import cache_dir
+from clusters.cache import built_in_place, cache_dir
 from clusters.docker_env import docker_client
 from clusters.versions import (
     JMX_EXPORTER_VERSION,
@@ -206,6 +206,41 @@ def kafka_jars(kv: KafkaVersion) -> Path:
           f"-DoutputDirectory={out / 'libs'}", "-DincludeScope=runtime"],
          f"Maven: Kafka {kv.version} jars")
     done.touch()
+    return out / "libs"
+
+
+STREAMS_POM = """<?xml version="1.0" encoding="UTF-8"?>
+<!-- Resolves Kafka Streams and its runtime jars (rocksdbjni …) of one Kafka version (clusters/images.py). -->
+<project xmlns="http://maven.apache.org/POM/4.0.0">
+  <modelVersion>4.0.0</modelVersion>
+  <groupId>harness</groupId>
+  <artifactId>kafka-streams-jars</artifactId>
+  <version>1</version>
+  <packaging>pom</packaging>
+  <dependencies>
+    <dependency><groupId>org.apache.kafka</groupId><artifactId>kafka-streams</artifactId><version>@VERSION@</version></dependency>
+  </dependencies>
+</project>
+"""
+
+
+def kafka_streams_jars(version: str) -> Path:
+    """Kafka Streams' jars of one Kafka version and their runtime dependencies (rocksdbjni
+    …), resolved by Maven from Maven Central and cached; kafka-clients is left out (the
+    Kafka image of that version has it). Made whole in a directory of its own, then
+    renamed, so a run beside us never sees half of one."""
+    out = cache_dir() / "streams-jars" / version
+    if (out / ".complete").exists():
+        return out / "libs"
+    if shutil.which("mvn") is None:
+        raise HarnessError("Maven is not installed (fix: apt-get install -y maven)")
+    with built_in_place(out, f"{version}-") as build:
+        (build / "pom.xml").write_text(STREAMS_POM.replace("@VERSION@", version))
+        _run(["mvn", "-q", "-B", "-f", str(build / "pom.xml"), "dependency:copy-dependencies",
+              f"-DoutputDirectory={build / 'libs'}", "-DincludeScope=runtime",
+              "-DexcludeArtifactIds=kafka-clients"], f"Maven: Kafka Streams {version} jars")
+        (build / "libs").chmod(0o755)
+        (build / ".complete").touch()
     return out / "libs"
 
 

@@ -1,6 +1,7 @@
 """A Kafka connection of our own, for the few requests no client library sends for us:
-each broker's own metadata (clusters/metadata_probe.py) and the KRaft quorum's leader
-(DescribeQuorum). Plain sockets, TLS (`ssl`), and SASL PLAIN or SCRAM-SHA-256/512
+each broker's own metadata (clusters/metadata_probe.py), topic ids
+(clusters/topic_metadata.py), coordinators (clusters/coordinator.py) and the KRaft
+quorum's leader (DescribeQuorum). Plain sockets, TLS (`ssl`), and SASL PLAIN or SCRAM-SHA-256/512
 (RFC 5802, as Kafka speaks it: SaslHandshake v1, then SaslAuthenticate v1 frames).
 
     security = WireSecurity.from_client_config(conf)    # None: a mechanism we cannot speak
@@ -179,7 +180,7 @@ def connect(host: str, port: int, timeout: float, security: WireSecurity | None 
         raise
 
 
-# -- DescribeQuorum (KRaft): the metadata quorum's leader ------------------------------
+# -- flexible versions (KIP-482): unsigned varints, compact strings and arrays, tags --
 
 def _uvarint(data: bytes, at: int) -> tuple[int, int]:
     value = shift = 0
@@ -200,6 +201,70 @@ def _skip_tags(data: bytes, at: int) -> int:
         at += size
     return at
 
+
+def uvarint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def compact_string(s: str | None) -> bytes:
+    """A COMPACT_(NULLABLE_)STRING: its length + 1 as an unsigned varint (0: null)."""
+    if s is None:
+        return b"\x00"
+    data = s.encode()
+    return uvarint(len(data) + 1) + data
+
+
+def uuid_text(raw: bytes) -> str:
+    """A Kafka Uuid as Kafka prints it (Uuid.toString): URL-safe base64, no padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+class FlexReader:
+    """Reads a flexible response field by field (fixed-size fields in struct formats)."""
+
+    def __init__(self, data: bytes, at: int = 0):
+        self.data, self.at = data, at
+
+    def take(self, fmt: str):
+        value = struct.unpack_from(fmt, self.data, self.at)[0]
+        self.at += struct.calcsize(fmt)
+        return value
+
+    def uvarint(self) -> int:
+        value, self.at = _uvarint(self.data, self.at)
+        return value
+
+    def string(self) -> str | None:
+        """A COMPACT_(NULLABLE_)STRING."""
+        n = self.uvarint() - 1
+        if n < 0:
+            return None
+        s = self.data[self.at:self.at + n].decode()
+        self.at += n
+        return s
+
+    def count(self) -> int:
+        """A COMPACT_ARRAY's element count (-1: null)."""
+        return self.uvarint() - 1
+
+    def ints(self) -> tuple[int, ...]:
+        return tuple(self.take(">i") for _ in range(max(0, self.count())))
+
+    def uuid(self) -> str:
+        raw = self.data[self.at:self.at + 16]
+        self.at += 16
+        return uuid_text(raw)
+
+    def skip_tags(self) -> None:
+        self.at = _skip_tags(self.data, self.at)
+
+
+# -- DescribeQuorum (KRaft): the metadata quorum's leader ------------------------------
 
 def describe_quorum_request(correlation: int = 1) -> bytes:
     topic = b"__cluster_metadata"

@@ -9,6 +9,14 @@ already exists in the broker, so 3.9.2 and 4.3.1 both refused the package name a
 ("Invalid broker logger(s)"), and a restarted broker came back with the image's levels.
 A logger in the configuration file needs no class to have logged first, a package's name
 covers its classes, and a broker started again by a fault keeps it.
+
+Share groups (KIP-932, 4.1+): SHARE_GROUP_LOGGERS below are the packages whose DEBUG lines
+say what a share-partition leader did with each batch (`kafka.server.share`:
+SharePartition, SharePartitionManager, DelayedShareFetch), what the share coordinator
+persisted (`org.apache.kafka.coordinator.share`: ShareCoordinatorService and its shard),
+and how the leader's writes to it went (`org.apache.kafka.server.share.persister`); the
+same three packages exist in 4.1.2, 4.2.2 and 4.3.1 (their jars, read here). Write them
+under `cluster.log_levels`, or merge the mapping in when building a spec.
 """
 from __future__ import annotations
 
@@ -19,6 +27,12 @@ from core.errors import SpecError
 LEVELS = ("TRACE", "DEBUG", "INFO", "WARN", "ERROR", "OFF")
 # a Java package or class name (log4j's logger names); no character the entrypoint splits on
 _LOGGER = re.compile(r"[A-Za-z_$][\w$]*(\.[A-Za-z_$][\w$]*)*")
+
+SHARE_GROUP_LOGGERS: dict[str, str] = {
+    "kafka.server.share": "DEBUG",
+    "org.apache.kafka.coordinator.share": "DEBUG",
+    "org.apache.kafka.server.share.persister": "DEBUG",
+}
 
 
 def check_log_levels(levels: tuple[tuple[str, str], ...], field_name: str) -> None:

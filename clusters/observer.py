@@ -9,6 +9,13 @@ The observer only reads; it never acts on the cluster. A sample that cannot
 be taken (no broker answers) is recorded once as `metadata-unavailable` and
 again as `metadata-available` when sampling recovers, so gaps in the timeline
 are visible rather than silent.
+
+Share groups (KIP-932): given `share_watch` [(group, topic, partition)], it also follows
+`__share_group_state` (not recorded as leader/isr events of its own) and records an
+`observe share-coordinator` event whenever the broker that persists one watched
+share-partition's state changes: the leader of the state partition its key maps to
+(clusters/coordinator.share_state_partition, the broker's own computation). The key
+needs the topic's id, read once (Metadata v12, clusters/topic_metadata.py).
 """
 from __future__ import annotations
 
@@ -17,6 +24,9 @@ import threading
 import time
 
 from clusters.api import ElectedView, MetadataLimits
+from clusters.coordinator import SHARE_STATE_TOPIC, share_key, share_state_partition
+from clusters.kafka_wire import WireSecurity
+from clusters.topic_metadata import describe_topics
 from core.history import EventLog
 
 log = logging.getLogger(__name__)
@@ -24,11 +34,15 @@ log = logging.getLogger(__name__)
 
 class MetadataObserver:
     def __init__(self, cluster, events: EventLog, interval: float = 0.2,
-                 topics: list[str] | None = None):
+                 topics: list[str] | None = None,
+                 share_watch: list[tuple[str, str, int]] | None = None):
         self.cluster = cluster
         self.events = events
         self.interval = interval
         self.topics = topics
+        self.share_watch = list(share_watch or [])
+        self._topic_ids: dict[str, str] = {}
+        self._share: dict[tuple[str, str, int], int | None] = {}
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._leaders: dict[tuple[str, int], int | None] = {}
@@ -80,7 +94,10 @@ class MetadataObserver:
         """The controller's view where the cluster can give it (api.ElectedView), else
         the metadata a client gets."""
         if isinstance(self.cluster, ElectedView):
-            return self.cluster.elected_partitions(self.topics, timeout=1.0)
+            wanted = self.topics
+            if self.share_watch and wanted is not None:
+                wanted = [*wanted, SHARE_STATE_TOPIC]
+            return self.cluster.elected_partitions(wanted, timeout=1.0)
         return self.cluster.partitions(timeout=1.5)
 
     def sample(self) -> None:
@@ -121,6 +138,42 @@ class MetadataObserver:
             self._controller = name
         if isinstance(self.cluster, MetadataLimits):
             self._say_limits(self.cluster.limits())
+        if self.share_watch:
+            self._share_sample({p.partition: p.leader for p in parts if p.topic == SHARE_STATE_TOPIC})
+
+    def _share_sample(self, state: dict[int, int | None]) -> None:
+        """A `share-coordinator` event for each watched share-partition whose state
+        partition's leader changed (nothing before `__share_group_state` exists)."""
+        if not state:
+            state = self._wire_metadata([SHARE_STATE_TOPIC]).get(SHARE_STATE_TOPIC, {})
+        missing = sorted({t for _, t, _ in self.share_watch} - set(self._topic_ids))
+        if missing:
+            self._topic_ids.update(self._wire_metadata(missing, ids=True))
+        for watch in self.share_watch:
+            group, topic, partition = watch
+            if not state or topic not in self._topic_ids:
+                continue
+            key = share_key(group, self._topic_ids[topic], partition)
+            state_partition = share_state_partition(key, len(state))
+            leader = state.get(state_partition)
+            if watch in self._share and self._share[watch] == leader:
+                continue
+            self.events.emit("observe", "share-coordinator", _broker_name(self.cluster, leader),
+                             group_id=group, topic=topic, partition=partition, coordinator=leader,
+                             previous=self._share.get(watch), state_partition=state_partition)
+            self._share[watch] = leader
+
+    def _wire_metadata(self, topics: list[str], ids: bool = False) -> dict:
+        """{topic: leaders by partition} (or {topic: id}) from one broker's Metadata v12;
+        {} when none answers in time (the next sample asks again)."""
+        try:
+            security = WireSecurity.from_client_config(self.cluster.client_config())
+            infos = describe_topics(self.cluster.bootstrap_servers(), topics, timeout_s=1.0,
+                                    attempt_s=1.0, security=security)
+        except Exception as e:  # noqa: BLE001 - a missed sample, not a reason to stop
+            log.debug("observer: no share metadata: %s", e)
+            return {}
+        return {t: (i.topic_id if ids else i.leaders) for t, i in infos.items() if not i.error}
 
     def _say_limits(self, limits: dict[str, str]) -> None:
         """What the cluster's credentials do not let it see, once each (a `metadata-limited`

@@ -21,6 +21,7 @@ from clusters.versions import (
     DEFAULT_VERSION,
     DYNAMIC_QUORUM,
     ELR,
+    SHARE_GROUPS,
     TRANSACTION_VERSION,
     KafkaVersion,
     all_versions,
@@ -111,9 +112,16 @@ class ClusterSpec:
     # with; 2 turns transactions v2 on for clients that speak it (the 4.x Java client),
     # 1 holds every client at v1. None: the line's default (2 from 4.0).
     transaction_version: int | None = None
+    # KIP-932 (4.1+): the share.version feature a new cluster is formatted with; 1 turns
+    # share groups on (4.1 needs it: its default is 0), 0 keeps them off. None: the
+    # line's default (1 from 4.2).
+    share_version: int | None = None
     # Loggers set in each Kafka node's log4j configuration as it starts
     # (clusters/log_levels.py), e.g. {"kafka.coordinator.transaction": "DEBUG"}.
     log_levels: tuple[tuple[str, str], ...] = ()
+    # Client links also go through the harness's Kafka protocol proxy
+    # (clusters/protocol_proxy.py), behind toxiproxy: what fault `protocol` acts on.
+    protocol_proxy: bool = False
 
     def __post_init__(self) -> None:
         self.validate()
@@ -156,6 +164,8 @@ class ClusterSpec:
         if "labels" in kw:
             kw["labels"] = tuple(sorted((str(k), str(v)) for k, v in (kw["labels"] or {}).items()))
         kw = _toxiproxy_from_yaml(kw)
+        if not isinstance(kw.get("protocol_proxy", False), bool):
+            raise SpecError("cluster.protocol_proxy", f"{kw['protocol_proxy']!r}", "write true or false")
         if not isinstance(kw.get("dynamic_quorum", False), bool):
             raise SpecError("cluster.dynamic_quorum", f"{kw['dynamic_quorum']!r}", "write true or false")
         if kw.get("eligible_leader_replicas") not in (None, True, False):
@@ -164,6 +174,10 @@ class ClusterSpec:
         if kw.get("transaction_version") not in (None, 0, 1, 2):
             raise SpecError("cluster.transaction_version", f"{kw['transaction_version']!r}",
                             "write 1 (transactions v1) or 2 (v2), or leave it out")
+        if kw.get("share_version") not in (None, 0, 1) or isinstance(kw.get("share_version"), bool):
+            raise SpecError("cluster.share_version", f"{kw['share_version']!r}",
+                            "write 1 (share groups on) or 0 (off), or leave it out for the "
+                            "line's default (on from 4.2)")
         for key in ("brokers", "controllers", "zookeepers", "heap_mb", "log_dir_size_mb"):
             if key in kw and not isinstance(kw[key], int):
                 raise SpecError(f"cluster.{key}", f"{kw[key]!r} is not an integer", "write a whole number")
@@ -231,6 +245,16 @@ class ClusterSpec:
             return self.kafka.release.elr_default
         return self.eligible_leader_replicas
 
+    @property
+    def share_groups_enabled(self) -> bool | None:
+        """Whether a new cluster has share groups (share.version >= 1); None: the line has
+        none (before 4.1)."""
+        if not self.kafka.has(SHARE_GROUPS):
+            return None
+        if self.share_version is None:
+            return self.kafka.release.share_default
+        return self.share_version >= 1
+
     def broker_ids(self) -> list[int]:
         return list(range(1, self.brokers + 1))
 
@@ -252,6 +276,10 @@ class ClusterSpec:
         if self.external is not None:
             return {"version": self.version, "external": self.external.to_dict()}
         extra = {"security": self.security} if self.secured else {}
+        # only when set: stored runs' manifests from before share groups stay byte-identical
+        share = {"share_version": self.share_version} if self.share_version is not None else {}
+        # only when set too, for the same reason
+        proxy = {"protocol_proxy": True} if self.protocol_proxy else {}
         return {
             "mode": self.mode, "version": self.kafka.version, "brokers": self.brokers,
             "controllers": self.controllers if self.mode == KRAFT_ISOLATED else 0,
@@ -261,7 +289,7 @@ class ClusterSpec:
             "heap_mb": self.heap_mb, "log_dir_size_mb": self.log_dir_size_mb,
             "toxiproxy": self.toxiproxy, "eligible_leader_replicas": self.elr_enabled,
             "dynamic_quorum": self.dynamic_quorum, "transaction_version": self.transaction_version,
-            "log_levels": dict(self.log_levels), **extra,
+            "log_levels": dict(self.log_levels), **share, **proxy, **extra,
         }
 
     # ---- validation ------------------------------------------------------------
@@ -281,6 +309,10 @@ class ClusterSpec:
         if self.transaction_version is not None and not kafka.has(TRANSACTION_VERSION):
             raise SpecError("transaction_version", f"Kafka {kafka.version} has no transaction.version "
                             "feature (KIP-890 part 2 arrived in 4.0)", "remove it, or use version 4.0 or later")
+        if self.share_version is not None and not kafka.has(SHARE_GROUPS):
+            raise SpecError("cluster.share_version", f"Kafka {kafka.version} has no share groups "
+                            "(KIP-932's share.version feature arrived in 4.1; 4.0's early access is "
+                            "not supported)", "remove it, or use version 4.1 or later")
         if self.dynamic_quorum and not (self.is_kraft and kafka.has(DYNAMIC_QUORUM)):
             raise SpecError("dynamic_quorum", f"a dynamic KRaft quorum (KIP-853) needs KRaft on 3.9 "
                             f"or later; this cluster is {self.mode} {kafka.version}",
@@ -305,6 +337,14 @@ class ClusterSpec:
         if self.toxiproxy not in TOXIPROXY_MODES:
             raise SpecError("toxiproxy", f"unknown value {self.toxiproxy!r}",
                             f"use one of {', '.join(TOXIPROXY_MODES)}")
+        if self.protocol_proxy and self.toxiproxy == TOXIPROXY_OFF:
+            raise SpecError("protocol_proxy", "the protocol proxy sits behind toxiproxy's client "
+                            "proxies, and this cluster has none",
+                            "set cluster.toxiproxy: client (or client+replication)")
+        if self.protocol_proxy and self.security != SECURITY_NONE:
+            raise SpecError("protocol_proxy", "the protocol proxy reads requests in the clear; "
+                            "a secured cluster's client links are TLS",
+                            "remove cluster.security, or protocol_proxy")
         check_log_levels(self.log_levels, "log_levels")
         for b, _ in self.broker_config:
             if b not in self.broker_ids():
@@ -324,7 +364,8 @@ class ClusterSpec:
         rf = _int_prop(props, "default.replication.factor", where)
         min_isr = _int_prop(props, "min.insync.replicas", where)
         for key in ("default.replication.factor", "offsets.topic.replication.factor",
-                    "transaction.state.log.replication.factor"):
+                    "transaction.state.log.replication.factor",
+                    "share.coordinator.state.topic.replication.factor"):
             value = _int_prop(props, key, where)
             if value is not None and value > self.brokers:
                 raise SpecError(f"{where}.{key}", f"{value} is more than the {self.brokers} brokers",

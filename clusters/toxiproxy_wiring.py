@@ -52,11 +52,14 @@ class ToxiproxyWiring:
         if r.status_code not in (200, 201, 409):
             raise HarnessError(f"toxiproxy: creating proxy {name} failed: {r.status_code} {r.text}")
 
-    def create_broker_proxies(self, spec: ClusterSpec) -> None:
+    def create_broker_proxies(self, spec: ClusterSpec,
+                              client_upstreams: dict[int, str] | None = None) -> None:
+        """`client_upstreams`: where each broker's client proxy forwards instead of the
+        broker itself (the protocol proxy's listener for it)."""
         prefix = "kafka" if spec.mode == KRAFT_COMBINED else "broker"
         for bid in spec.broker_ids():
-            self.create_proxy(client_proxy_name(bid), TOXI_CLIENT_BASE + bid,
-                              f"{prefix}-{bid}:{CLIENT_PORT}")
+            upstream = (client_upstreams or {}).get(bid, f"{prefix}-{bid}:{CLIENT_PORT}")
+            self.create_proxy(client_proxy_name(bid), TOXI_CLIENT_BASE + bid, upstream)
             if spec.toxiproxy == TOXIPROXY_ALL:
                 self.create_proxy(internal_proxy_name(bid), TOXI_INTERNAL_BASE + bid,
                                   f"{prefix}-{bid}:{INTERNAL_PORT}")

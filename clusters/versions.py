@@ -28,6 +28,9 @@ CONSUMER_PROTOCOL = "consumer-protocol"   # KIP-848 group.protocol=consumer, GA 
 DYNAMIC_QUORUM = "dynamic-quorum"         # KIP-853: controllers added/removed (3.9+)
 RELEASE_VERSION = "release-version"       # the upgrade notes say `kafka-features.sh upgrade --release-version` (4.0+)
 TRANSACTION_VERSION = "transaction-version"  # KIP-890 part 2: transaction.version (4.0+; 2 = v2)
+# KIP-932 share groups, switched on by the share.version feature (4.1+: preview in 4.1,
+# production-ready in 4.2). 4.0's early access (unstable RPCs, 4.0 clients only) is not one.
+SHARE_GROUPS = "share-groups"
 
 LOG4J_SLF4J = "org.apache.logging.log4j:log4j-slf4j-impl:2.25.4"
 
@@ -40,6 +43,9 @@ class ReleaseLine:
     patches: tuple[str, ...]       # known patches, oldest first: the offline fallback
     features: frozenset[str] = frozenset()
     elr_default: bool = False      # ELR on for a new cluster without asking
+    # share.version=1 for a new cluster without asking (4.2+: SV_1's bootstrap
+    # metadata.version is IBP_4_2_IV0; 4.1 formats with share.version=0)
+    share_default: bool = False
     # Kafka modules besides kafka_2.13 whose jars the node image needs (kafka-server
     # is a module of its own from 3.7 on).
     modules: tuple[str, ...] = ("kafka-tools", "kafka-storage", "kafka-server")
@@ -51,6 +57,7 @@ class ReleaseLine:
 _4X = dict(zookeeper=False, extra_jars=(LOG4J_SLF4J,))
 _4X_FEATURES = frozenset({ELR, CONSUMER_PROTOCOL, DYNAMIC_QUORUM, RELEASE_VERSION,
                           TRANSACTION_VERSION})
+_SHARE_FEATURES = _4X_FEATURES | {SHARE_GROUPS}
 
 LINES: tuple[ReleaseLine, ...] = (
     ReleaseLine("3.6", True, "3.6-IV2", ("3.6.0", "3.6.1", "3.6.2"),
@@ -62,12 +69,12 @@ LINES: tuple[ReleaseLine, ...] = (
     ReleaseLine("4.0", metadata_version="4.0-IV3", patches=("4.0.0", "4.0.1", "4.0.2"),
                 features=_4X_FEATURES, **_4X),
     ReleaseLine("4.1", metadata_version="4.1-IV1", patches=("4.1.0", "4.1.1", "4.1.2"),
-                features=_4X_FEATURES, elr_default=True, **_4X),
+                features=_SHARE_FEATURES, elr_default=True, **_4X),
     ReleaseLine("4.2", metadata_version="4.2-IV1", patches=("4.2.0", "4.2.1", "4.2.2"),
-                features=_4X_FEATURES, elr_default=True, **_4X),
+                features=_SHARE_FEATURES, elr_default=True, share_default=True, **_4X),
     # 4.4.0 is only partly on Maven Central (no kafka-tools 4.4.0): 4.3 is the newest whole line.
     ReleaseLine("4.3", metadata_version="4.3-IV0", patches=("4.3.0", "4.3.1"),
-                features=_4X_FEATURES, elr_default=True, **_4X),
+                features=_SHARE_FEATURES, elr_default=True, share_default=True, **_4X),
 )
 LINE_BY_NAME = {r.line: r for r in LINES}
 

@@ -23,7 +23,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-TABLES = ("produced", "consumed", "commits", "events")
+TABLES = ("produced", "consumed", "commits", "events", "share_deliveries")
 
 SCHEMAS: dict[str, pa.Schema] = {
     "produced": pa.schema([
@@ -43,6 +43,11 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("txn_seq", pa.int64()),
         ("txn_outcome", pa.string()),
         ("acked_by", pa.int32()),
+        # a compacted topic's write (spec: "Compacted topics"): its key's version (the
+        # value carries it too) and whether it is a tombstone (a null value); null for
+        # every other producer
+        ("version", pa.int64()),
+        ("tombstone", pa.bool_()),
     ]),
     "consumed": pa.schema([
         ("run_id", pa.string()),
@@ -59,6 +64,14 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("poll_seq", pa.int64()),
         ("leader_epoch", pa.int32()),
         ("assignment", pa.int32()),
+        # a pipeline's output (spec: "Pipelines"): the input it was computed from and,
+        # keyed, the pipeline's count of inputs for that key
+        ("source_record_id", pa.string()),
+        ("key_count", pa.int64()),
+        # and which processor instance wrote it, in which of its transactions (the
+        # value's `<instance> <txn>`): what explains a pipeline row
+        ("pipeline_instance", pa.string()),
+        ("pipeline_txn", pa.int64()),
     ]),
     "commits": pa.schema([
         ("run_id", pa.string()),
@@ -79,16 +92,37 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("target", pa.string()),
         ("detail", pa.string()),
     ]),
+    # share groups (KIP-932): one row per record a share consumer handed to the
+    # application, with what the member decided and what the broker answered
+    "share_deliveries": pa.schema([
+        ("run_id", pa.string()),
+        ("consumer", pa.string()),
+        ("group_id", pa.string()),
+        ("topic", pa.string()),
+        ("partition", pa.int32()),
+        ("offset", pa.int64()),
+        ("record_id", pa.string()),
+        ("delivery_count", pa.int32()),
+        ("recv_ts_us", pa.int64()),
+        ("ack", pa.string()),
+        ("ack_ts_us", pa.int64()),
+        ("ack_result", pa.string()),
+        ("ack_error", pa.string()),
+    ]),
 }
 
 # Columns that may be null; every other column must always be set.
 NULLABLE: dict[str, frozenset[str]] = {
     "produced": frozenset({"key", "partition", "offset", "error", "ack_ts_us",
-                           "txn_id", "txn_seq", "txn_outcome", "acked_by"}),
+                           "txn_id", "txn_seq", "txn_outcome", "acked_by",
+                           "version", "tombstone"}),
     "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "leader_epoch",
-                           "assignment"}),
+                           "assignment", "source_record_id", "key_count",
+                           "pipeline_instance", "pipeline_txn"}),
     "commits": frozenset({"group_id", "error"}),
     "events": frozenset({"target"}),
+    "share_deliveries": frozenset({"record_id", "delivery_count", "ack", "ack_ts_us",
+                                   "ack_result", "ack_error"}),
 }
 
 # Allowed values of enumerated columns.
@@ -98,6 +132,8 @@ ENUMS: dict[tuple[str, str], frozenset[str]] = {
     ("consumed", "phase"): frozenset({"run", "drain"}),
     ("consumed", "isolation"): frozenset({"read_uncommitted", "read_committed"}),
     ("events", "kind"): frozenset({"phase", "fault", "heal", "observe", "client"}),
+    ("share_deliveries", "ack"): frozenset({"accept", "release", "reject"}),
+    ("share_deliveries", "ack_result"): frozenset({"ok", "error", "unknown"}),
 }
 
 EVENT_KINDS = ENUMS[("events", "kind")]

@@ -8,17 +8,21 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from families import records, transactions
+from families import compacted, pipelines, records, shares, transactions
 from families.base import Family, Kind
 
 # The registry: one line per family, in the order the report shows them.
 FAMILIES: tuple[Family, ...] = (
     records.FAMILY,
     transactions.FAMILY,
+    shares.FAMILY,
+    pipelines.FAMILY,
+    compacted.FAMILY,
 )
 
 KINDS: tuple[Kind, ...] = tuple(k for f in FAMILIES for k in f.kinds)
 NAMES: tuple[str, ...] = tuple(k.name for k in KINDS)
+COUNTS: tuple[str, ...] = tuple(c for f in FAMILIES for c in f.counts)
 _BY_NAME = {k.name: k for k in KINDS}
 
 

@@ -33,6 +33,10 @@ class Kind:
     default: str | None = None          # the expectation every run checks by default
     bad: bool = True                    # a count above zero is an anomaly, not a cost
     mark: tuple[str, str] | None = None  # (colour, marker) on the leadership plot
+    # one of its rows in words, for kinds judged per key: (row, run) -> sentence, where
+    # run.at(us) says a time ("+31.2 s") and run.fault_name(fault_id) a fault; the
+    # report says its first rows so (spark_reports/report_html.py)
+    row_words: Callable[[dict, Any], str] | None = None
 
 
 def distinct(*keys: str) -> tuple[str, tuple[str, ...]]:
@@ -58,3 +62,20 @@ class Family:
     start: Callable[[Any, Any], AbstractContextManager] | None = None
     # its section of the report in words: summary -> lines (none: nothing to add)
     words: Callable[[dict], list[str]] = lambda summary: []
+    # its metrics, on the driver: RunData -> {"summary": {key: value}, "counts": {name: n}}
+    # (summary keys are its own; counts join the summary's counts, where expectations
+    # find them); None: it has none of its own
+    metrics: Callable[["RunData"], dict] | None = None
+    # the count names its metrics add, for expectations to name
+    counts: tuple[str, ...] = ()
+    # its plots over time, drawn with the fault bands: summary -> [(title, ylabel,
+    # per-second rows {"second": s, key: n …}, keys)]
+    series: Callable[[dict], list[tuple[str, str, list[dict], tuple[str, ...]]]] = lambda summary: []
+
+
+@dataclass(frozen=True)
+class RunData:
+    """What a family's metrics read: a history table's rows (table, columns -> list of
+    dicts) and the run's events (ts_us, kind, name, target, detail)."""
+    read: Callable[[str, tuple[str, ...]], list[dict]]
+    events: list[dict]

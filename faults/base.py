@@ -25,6 +25,7 @@ from typing import Any, Protocol, runtime_checkable
 from clusters.api import Cluster, Node
 from clusters.coordinator import find_coordinator
 from clusters.kafka_wire import WireSecurity
+from clusters.topic_metadata import TopicInfo, describe_topics
 from core.history import EventLog, now_us
 
 log = logging.getLogger(__name__)
@@ -66,10 +67,18 @@ class FaultContext:
     # FindCoordinator as (key, key_type) -> broker id; None: ask the cluster's brokers
     # (clusters.coordinator). Tests put a fake answer here.
     coordinator_lookup: Callable[[str, int], int] | None = None
+    # Each share group's topics, by group id, in the order it subscribes (the run fills it
+    # in): the topic `share_coordinator_of: {group: g}` means when it names none.
+    share_group_topics: dict[str, list[str]] = field(default_factory=dict)
+    # Metadata (topic ids, leaders) as topics -> {name: TopicInfo}; None: ask the
+    # cluster's brokers (clusters.topic_metadata). Tests put a fake answer here.
+    topic_metadata_lookup: Callable[[list[str]], dict[str, TopicInfo]] | None = None
     # Faults injected and not yet healed, by fault_id, in injection order.
     active: dict[str, "BaseFault"] = field(default_factory=dict)
     heal_all_runs: int = 0
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
+    # What the selectors of the fault being injected on this thread noted (note_selection)
+    _notes: threading.local = field(default_factory=threading.local, repr=False)
 
     def coordinator_of(self, key: str, key_type: int) -> int:
         """The broker id FindCoordinator names for a transactional.id or a group, now."""
@@ -78,6 +87,30 @@ class FaultContext:
         security = WireSecurity.from_client_config(self.cluster.client_config())
         return find_coordinator(self.cluster.bootstrap_servers(), key, key_type,
                                 timeout_s=self.leader_wait_s, security=security).node_id
+
+    def topic_metadata(self, topics: list[str]) -> dict[str, TopicInfo]:
+        """Each topic's id and partition leaders, now (Metadata v12, any broker)."""
+        if self.topic_metadata_lookup is not None:
+            return self.topic_metadata_lookup(topics)
+        security = WireSecurity.from_client_config(self.cluster.client_config())
+        return describe_topics(self.cluster.bootstrap_servers(), topics,
+                               timeout_s=self.leader_wait_s, security=security)
+
+    def note_selection(self, **detail: Any) -> None:
+        """A selector's word on how it chose (e.g. a fallback it took): the fault being
+        injected on this thread puts it in its detail."""
+        stack = getattr(self._notes, "stack", None)
+        if stack:
+            stack[-1].update(detail)
+
+    def begin_selection_notes(self) -> None:
+        if getattr(self._notes, "stack", None) is None:
+            self._notes.stack = []
+        self._notes.stack.append({})
+
+    def end_selection_notes(self) -> dict[str, Any]:
+        stack = getattr(self._notes, "stack", None)
+        return stack.pop() if stack else {}
 
     def emit(self, kind: str, name: str, target: str | None = None, **detail: Any) -> None:
         if self.events is not None:
@@ -141,12 +174,15 @@ class BaseFault:
         self.injected_at_us = now_us()
         with ctx._lock:
             ctx.active[self.fault_id] = self   # registered first: heal-all sees it even if inject dies
+        ctx.begin_selection_notes()
         try:
             self._inject(ctx)
         except BaseException as e:
             self.detail["inject_error"] = f"{type(e).__name__}: {e}"
             raise
         finally:
+            # how its selectors chose (a coordinator computed locally, not asked)
+            self.detail.update(ctx.end_selection_notes())
             # The fault row is written even when inject failed half-way, so the
             # heal row that follows always has its partner.
             # inject_s: how long the inject took (two kills, a rolling restart): the

@@ -29,6 +29,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from clusters.kafka_requests import API_KEYS, ENCODABLE, ERROR_CODES
 from clusters.upgrade_paths import UpgradeRefused, check_pair
 from clusters.versions import resolve_version
 from core.errors import SpecError
@@ -39,9 +40,18 @@ from faults.controller import ControllerFailover, controller_words
 from faults.disk import DiskFull, UnwritableLogDir, disk_full_words, unwritable_words
 from faults.exec import ExecParams, build_exec, check_templates
 from faults.migration import ZkMigration, migration_words
-from faults.needs import DYNAMIC_QUORUM, REPLACEABLE, TOXIPROXY, TOXIPROXY_REPLICATION, ZOOKEEPER_MODE, Need
+from faults.needs import (
+    DYNAMIC_QUORUM,
+    PROTOCOL_PROXY,
+    REPLACEABLE,
+    TOXIPROXY,
+    TOXIPROXY_REPLICATION,
+    ZOOKEEPER_MODE,
+    Need,
+)
 from faults.pause import DOCKER, SIGSTOP, Pause, paused_words
 from faults.process import CLEAN, HARD, Bounce, Kill, bounced_words, stopped_words
+from faults.protocol import ProtocolFault, protocol_words, proxy_action
 from faults.quorum import ControllerAdd, ControllerRemove
 from faults.rolling import RollingRestart, RollingUpgrade, restart_words, upgrade_words
 from faults.selectors import (
@@ -177,6 +187,61 @@ class ControllerRemoveParams(QuorumChangeParams):
 Check = Callable[[Any, BaseModel, str, Any], None]
 
 
+def _known_name(value: str, known: list[str], what: str, listing: str | None = None) -> str:
+    if value in known:
+        return value
+    close = difflib.get_close_matches(str(value), known, n=1)
+    hint = f"did you mean {close[0]!r}? " if close else ""
+    raise ValueError(f"unknown {what} {value!r}; {hint}use {listing or 'one of ' + ', '.join(known)}")
+
+
+class ProtocolParams(Params):
+    api: tuple[str, ...] = Field(min_length=1, description="the API(s) whose requests it "
+                                 "acts on, by Kafka's name: Produce, Fetch, EndTxn …")
+    action: Literal["delay", "drop_response", "disconnect", "error"]
+    direction: Literal["request", "response"] = Field(
+        "request", description="delay: hold the request, or its response")
+    when: Literal["before", "after"] = Field(
+        "before", description="disconnect: instead of forwarding, or once the broker answered")
+    delay_ms: int = Field(1000, ge=0, description="delay: how long")
+    error: str = Field("NOT_LEADER_OR_FOLLOWER", description="error: the error code's name")
+    probability: float | None = Field(None, ge=0, le=1, description="share of matching requests")
+    count: int | None = Field(None, ge=1, description="act on at most this many requests")
+    client_id_prefix: str | None = Field(None, min_length=1,
+                                         description="only clients whose client.id starts so")
+
+    @field_validator("api", mode="before")
+    @classmethod
+    def _api_names(cls, value: Any) -> Any:
+        names = (value,) if isinstance(value, str) else tuple(value or ())
+        return tuple(_known_name(n, sorted(API_KEYS), "API", "Kafka's name of the API (Produce, "
+                                 "Fetch, EndTxn …: clusters/kafka_requests.API_NAMES)")
+                     for n in names)
+
+    @field_validator("error")
+    @classmethod
+    def _error_name(cls, value: str) -> str:
+        return _known_name(value, sorted(ERROR_CODES), "error")
+
+
+def _check_protocol(target_spec: Any, p: ProtocolParams, where: str, cluster: Any) -> None:
+    if p.action != "error":
+        return
+    encodable = [name for name, key in API_KEYS.items() if key in ENCODABLE]
+    for api in p.api:
+        if API_KEYS[api] not in ENCODABLE:
+            raise SpecError(f"{where}.params.api", f"cannot answer {api} with an error: the "
+                            "proxy encodes error responses only for " + ", ".join(encodable),
+                            "use one of those APIs, or another action (delay, drop_response, "
+                            "disconnect)")
+
+
+def _build_protocol(target: Selector | None, p: ProtocolParams) -> BaseFault:
+    return ProtocolFault(target, p.api, proxy_action(p.action, p.direction, p.when),
+                         delay_ms=p.delay_ms, error=p.error, probability=p.probability,
+                         count=p.count, client_id_prefix=p.client_id_prefix)
+
+
 class Refusal(NamedTuple):
     """Why a cluster cannot take a kind of fault, and what to do instead."""
     problem: str        # after the kind's name: "'kill' acts on the containers …"
@@ -303,6 +368,7 @@ def _bounce(signal: str, target: Selector | None, p: BounceParams) -> BaseFault:
 # Plot colours: kinds of one family share one (a kill and a terminate both stop a node).
 STOPPED, BOUNCED, FROZEN, CUT, DISK = "#fdb863", "#f4a582", "#b2abd2", "#92c5de", "#a6dba0"
 TOXIC, CONTROLLER, ZOOKEEPER_FAMILY, ROLLING = "#c7eae5", "#c2a5cf", "#dfc27d", "#e6f5d0"
+PROTOCOL = "#fddbc7"
 
 KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
@@ -338,6 +404,11 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
               needs_for=_toxic_needs, check=_check_toxic,
               fault_names=tuple(f"toxic-{t}" for t in TOXIC_ATTRIBUTES), words=toxic_words,
               colour=TOXIC),
+    FaultKind("protocol", "act on one kind of Kafka request to the target brokers through the "
+              "protocol proxy: delay it or its response, drop the response, disconnect, or "
+              "answer with an error", ProtocolParams, OPTIONAL, _build_protocol,
+              default_target="all_brokers", needs={PROTOCOL_PROXY}, check=_check_protocol,
+              words=protocol_words, colour=PROTOCOL),
     FaultKind("controller-failover", "kill, pause or isolate the active controller and "
               "record its successor", ControllerFailoverParams, NONE,
               lambda s, p: ControllerFailover(p.method, wait_for_new_s=p.wait_for_new_s),

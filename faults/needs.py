@@ -36,6 +36,9 @@ TOXIPROXY = Need("toxiproxy", lambda c: None if c.toxiproxy != TOXIPROXY_OFF els
 TOXIPROXY_REPLICATION = Need(
     "toxiproxy-replication", lambda c: None if c.toxiproxy == TOXIPROXY_ALL else
     "acts on the replication listener; set cluster.toxiproxy: client+replication")
+PROTOCOL_PROXY = Need("protocol-proxy", lambda c: None if c.protocol_proxy else
+                      "needs the protocol proxy on the client links; set cluster.toxiproxy: "
+                      "client and cluster.protocol_proxy: true")
 # Nodes re-created on another image: every cluster the harness starts can (an
 # external one is refused as a whole, by the kind's `on_external`).
 REPLACEABLE = Need("replaceable", lambda c: None)
@@ -45,4 +48,4 @@ DYNAMIC_QUORUM = Need(
     "kraft-isolated and cluster.dynamic_quorum: true (Kafka 3.9+)")
 
 NEEDS = frozenset({ZOOKEEPER_MODE, KRAFT, TOXIPROXY, TOXIPROXY_REPLICATION, REPLACEABLE,
-                   DYNAMIC_QUORUM})
+                   DYNAMIC_QUORUM, PROTOCOL_PROXY})

@@ -18,7 +18,16 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from clusters.api import BROKER_ROLES, CONTROLLER_ROLES, DOWN_STATES, TOXIPROXY, ZOOKEEPER, Node
-from clusters.coordinator import GROUP, TRANSACTION, CoordinatorError
+from clusters.coordinator import (
+    GROUP,
+    SHARE,
+    SHARE_STATE_TOPIC,
+    TRANSACTION,
+    CoordinatorError,
+    share_key,
+    share_state_partition,
+)
+from clusters.topic_metadata import TopicInfo, TopicMetadataError
 from core.errors import SpecError
 from faults.base import FaultContext, container_status
 
@@ -217,6 +226,83 @@ def _coordinator(ctx: FaultContext, key: str, key_type: int) -> list[Node]:
         raise SelectorError(f"the coordinator of {key!r}: {e}") from None
 
 
+def share_coordinator_of(group: str, topic: str | None = None, partition: int = 0) -> Selector:
+    """The share coordinator of one share-partition (KIP-932): the broker that persists
+    group `group`'s state of `topic`-`partition` (the leader of its `__share_group_state`
+    partition), found at injection with FindCoordinator v6, key type SHARE. `topic` None:
+    the group's first topic. FindCoordinator needs CLUSTER_ACTION: a cluster that refuses
+    it gets the broker's own computation (share_state_partition, then that partition's
+    leader), and the fault's detail says so (`share_coordinator.via`).
+
+    The share-partition *leader* (which holds the in-flight records) is `leader_of` the
+    topic partition: no selector of its own."""
+    def select(ctx: FaultContext) -> list[Node]:
+        name = topic or _first_share_topic(ctx, group)
+        meta = _share_metadata(ctx, name, partition)
+        key = share_key(group, meta[name].topic_id, partition)
+        state = meta.get(SHARE_STATE_TOPIC)
+        local = _local_share_coordinator(key, state)
+        note = {"group": group, "topic": name, "partition": partition, "key": key,
+                "state_partition": local[0] if local else None,
+                "state_partition_leader": local[1] if local else None}
+        try:
+            node_id, note["via"] = ctx.coordinator_of(key, SHARE), "FindCoordinator v6"
+        except CoordinatorError as e:
+            if e.error_code is None or local is None or local[1] is None:
+                raise SelectorError(f"the share coordinator of {key!r}: {e}"
+                                    + _no_fallback(state, local)) from None
+            node_id, note["via"] = local[1], f"local computation (FindCoordinator refused: {e})"
+        ctx.note_selection(share_coordinator=note)
+        try:
+            return [ctx.cluster.node(node_id)]
+        except KeyError as e:
+            raise SelectorError(f"the share coordinator of {key!r}: {e}") from None
+    suffix = "" if topic is None else f", {topic!r}, {partition}"
+    return _named(select, f"share_coordinator_of({group!r}{suffix})")
+
+
+def _first_share_topic(ctx: FaultContext, group: str) -> str:
+    topics = ctx.share_group_topics.get(group)
+    if not topics:
+        raise SelectorError(f"share group {group!r} has no topics in this run (share groups: "
+                            f"{sorted(ctx.share_group_topics) or 'none'}); name one: "
+                            f"{{share_coordinator_of: {{group: {group}, topic: <topic>}}}}")
+    return topics[0]
+
+
+def _share_metadata(ctx: FaultContext, topic: str, partition: int) -> dict[str, TopicInfo]:
+    """The topic's id (and `__share_group_state`'s leaders), or SelectorError."""
+    try:
+        meta = ctx.topic_metadata([topic, SHARE_STATE_TOPIC])
+    except TopicMetadataError as e:
+        raise SelectorError(f"the id of topic {topic!r}: {e}") from None
+    info = meta.get(topic)
+    if info is None or info.error:
+        raise SelectorError(f"topic {topic!r} is not in the cluster's metadata"
+                            + (f" (error {info.error})" if info else ""))
+    if partition not in info.leaders:
+        raise SelectorError(f"topic {topic!r} has no partition {partition} "
+                            f"(partitions: {sorted(info.leaders)})")
+    return meta
+
+
+def _local_share_coordinator(key: str, state: TopicInfo | None) -> tuple[int, int | None] | None:
+    """(the `__share_group_state` partition of `key`, its leader), as the broker computes
+    it; None while that topic does not exist (the first FindCoordinator creates it)."""
+    if state is None or state.error or not state.leaders:
+        return None
+    p = share_state_partition(key, len(state.leaders))
+    return p, state.leaders.get(p)
+
+
+def _no_fallback(state: TopicInfo | None, local: tuple[int, int | None] | None) -> str:
+    if local is None:
+        return f" (and no local computation: {SHARE_STATE_TOPIC} does not exist yet)"
+    if local[1] is None:
+        return f" (and no local computation: {SHARE_STATE_TOPIC}-{local[0]} has no leader)"
+    return ""
+
+
 
 # -- selectors as data (scenario YAML) ---------------------------------------------
 BARE_SELECTORS: dict[str, Selector] = {
@@ -236,6 +322,7 @@ SELECTOR_FORMS: dict[str, str] = {
     "random_of": "{random_of: {pool: <selector>, count: 2}}",
     "txn_coordinator_of": "{txn_coordinator_of: {producer: p0}}",
     "group_coordinator_of": "{group_coordinator_of: {group: g0}}",
+    "share_coordinator_of": "{share_coordinator_of: {group: g0, topic: <topic>, partition: 0}}",
 }
 SELECTOR_NAMES: tuple[str, ...] = tuple(sorted(set(BARE_SELECTORS) | set(SELECTOR_FORMS)))
 
@@ -309,12 +396,23 @@ def _client_name(args: Any, where: str, name: str, key: str) -> str:
 
 
 # The client a coordinator selector names: (selector, the argument naming it).
-CLIENT_SELECTORS = {"txn_coordinator_of": "producer", "group_coordinator_of": "group"}
+CLIENT_SELECTORS = {"txn_coordinator_of": "producer", "group_coordinator_of": "group",
+                    "share_coordinator_of": "group"}
+# What kind of client each one's argument names (a consumer group is not a share group).
+CLIENT_KINDS = {"txn_coordinator_of": "transactional producer",
+                "group_coordinator_of": "consumer group", "share_coordinator_of": "share group"}
 
 
 def selector_clients(spec: Any) -> list[tuple[str, str]]:
     """The (argument, name) pairs a selector spec names (`producer`, `p0`), so a scenario
     can be checked against its workload before any container exists."""
+    return [(key, name) for _selector, key, name in selector_client_refs(spec)]
+
+
+def selector_client_refs(spec: Any) -> list[tuple[str, str, str]]:
+    """(selector, argument, name) for each client a selector spec names, pools included:
+    ("share_coordinator_of", "group", "orders-2"). CLIENT_KINDS[selector] says whether
+    the name is a consumer group, a share group or a transactional producer."""
     if not isinstance(spec, dict) or len(spec) != 1:
         return []
     (name, args), = spec.items()
@@ -322,8 +420,19 @@ def selector_clients(spec: Any) -> list[tuple[str, str]]:
         return []
     key = CLIENT_SELECTORS.get(name)
     if key is not None:
-        return [(key, args[key])] if isinstance(args.get(key), str) else []
-    return selector_clients(args.get("pool"))
+        return [(name, key, args[key])] if isinstance(args.get(key), str) else []
+    return selector_client_refs(args.get("pool"))
+
+
+def _parse_share_coordinator_of(args: Any, where: str) -> Selector:
+    name = "share_coordinator_of"
+    args = _args(args, where, name, ("group", "topic", "partition"))
+    group = _client_name({"group": args.get("group")}, where, name, "group")
+    topic = args.get("topic")
+    if topic is not None and (not isinstance(topic, str) or not topic):
+        raise SpecError(f"{where}.topic", f"must be a topic name, got {topic!r}",
+                        "name one of the share group's topics, or leave it out for its first")
+    return share_coordinator_of(group, topic, _int_arg(args, "partition", where, default=0, minimum=0))
 
 
 _PARSERS: dict[str, Callable[[Any, str], Selector]] = {
@@ -340,6 +449,7 @@ _PARSERS: dict[str, Callable[[Any, str], Selector]] = {
                                                                        "producer")),
     "group_coordinator_of": lambda a, w: group_coordinator_of(
         _client_name(a, w, "group_coordinator_of", "group")),
+    "share_coordinator_of": _parse_share_coordinator_of,
 }
 
 
@@ -377,7 +487,7 @@ def selector_refs(spec: Any) -> list[tuple[str, int]]:
     (name, args), = spec.items()
     if not isinstance(args, dict):
         return []
-    if name in PARTITION_SELECTORS:
+    if name in PARTITION_SELECTORS or (name == "share_coordinator_of" and "topic" in args):
         topic, partition = args.get("topic"), args.get("partition", 0)
         if isinstance(topic, str) and isinstance(partition, int) and not isinstance(partition, bool):
             return [(topic, partition)]

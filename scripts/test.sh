@@ -16,7 +16,7 @@ fi
 .venv/bin/lint-imports --no-cache || { echo "test: an import breaks the layers (.importlinter)" >&2; exit 1; }
 .venv/bin/pytest -q -n 2 -m "not cluster" tests/unit --junitxml=build/unit.xml "$@"
 unit=$?
-.venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 \
+.venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 --durations=30 \
   --junitxml=build/integration.xml "$@"
 integration=$?
 .venv/bin/harness gc >/dev/null 2>&1 || true

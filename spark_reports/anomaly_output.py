@@ -71,6 +71,14 @@ class Explainer:
             F.struct(F.lit(o.topic).cast("string").alias("t"), F.lit(o.partition).alias("p"),
                      F.lit(o.ts_us).alias("ts"), F.lit(_broker_id(o.leader)).cast("int").alias("b"))
             for o in sorted(leaders, key=lambda o: o.ts_us)]) if leaders else None
+        coordinators = sorted((o for o in tl.observations if o.name == "share-coordinator"),
+                              key=lambda o: o.ts_us)
+        self.share_coordinators = F.array(*[
+            F.struct(F.lit(o.detail.get("group_id")).cast("string").alias("g"),
+                     F.lit(o.topic).cast("string").alias("t"), F.lit(o.partition).alias("p"),
+                     F.lit(o.ts_us).alias("ts"),
+                     F.lit(_broker_id(o.detail.get("coordinator"))).cast("int").alias("b"))
+            for o in coordinators]) if coordinators else None
         # by injection time, so the last that qualifies is the one injected last; a
         # fault that was not injected was never active and owns nothing
         self.windows = F.array(*[
@@ -79,7 +87,10 @@ class Explainer:
             for f in sorted(tl.injected, key=lambda f: f.start_us)]) if tl.injected else None
 
     def __call__(self, df: DataFrame) -> DataFrame:
-        ack = F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long")
+        # the moment a row is about: its record's ack, or (a share delivery's rows)
+        # the delivery, `explain_at_us`
+        ack = (F.col("explain_at_us") if "explain_at_us" in df.columns
+               else F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long"))
         seen = F.coalesce(ack, F.col("first_recv_us")) if "first_recv_us" in df.columns else ack
         acked_by = (F.col("acked_by") if "acked_by" in df.columns else F.lit(None)).cast("int")
         elected = F.lit(None).cast("int")
@@ -96,8 +107,15 @@ class Explainer:
                               & (seen <= w["z"] + AFTER_HEAL_US))
             owner = F.coalesce(F.when(F.size(owners) > 0, F.element_at(owners, -1)["id"]),
                                F.lit("none"))
+        extra = []
+        if self.share_coordinators is not None and "group_id" in df.columns:
+            # a share group's rows: the broker persisting that share-partition's state then
+            known = F.filter(self.share_coordinators, lambda o: (o["g"] == F.col("group_id")) & (
+                o["t"] == F.col("topic")) & (o["p"] == F.col("partition")) & (o["ts"] <= ack))
+            extra.append(F.when(F.size(known) > 0, F.element_at(known, -1)["b"])
+                         .alias("share_coordinator_at_ack"))
         return df.select("*", acked_by.alias("leader_at_ack"), elected.alias("elected_leader_at_ack"),
-                         faults.alias("faults_at_ack"), owner.alias("fault_id"))
+                         faults.alias("faults_at_ack"), owner.alias("fault_id"), *extra)
 
 
 def _broker_id(leader) -> int | None:

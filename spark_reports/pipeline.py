@@ -35,7 +35,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from families import anomaly_frames
-from families.base import Family
+from families.base import Family, RunData
 from families.records.checker import Inputs
 from families.records.views import SIDE_COUNTS, build_views, repeated_records
 from spark_reports import metrics as M
@@ -50,7 +50,7 @@ from spark_reports.problems import (
 )
 from spark_reports.report_html import render_report
 from spark_reports.scratch import Scratch
-from spark_reports.session import session_scope
+from spark_reports.session import session_scope, spark_identity
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary
 from spark_reports.tables import read_on_driver, read_tables
@@ -115,7 +115,7 @@ def _checked(loc: RunLocation, summary: dict, families, threshold_s: float, spar
     scanned = check_values(loc, history)
     summary["step_seconds"] = {"validate": round(time.monotonic() - t_scan, 3)}
     rows = scanned.counts["sent"] + scanned.counts["consumed"]
-    with session_scope(spark_master, spark, history_rows=rows) as session:
+    with session_scope(spark_master, spark, history_rows=rows, about=loc.base) as session:
         if spark is None:
             session.conf.set("spark.sql.shuffle.partitions",
                              str(_shuffle_partitions(loc, history)))
@@ -183,9 +183,7 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
     frames = read_tables(spark, loc, history)
     if scanned.run_id is not None:
         summary["run_id"] = scanned.run_id
-    summary["config"]["spark"] = {
-        "version": spark.version, "master": spark.sparkContext.master,
-        "driver_java": spark.sparkContext._jvm.java.lang.System.getProperty("java.version")}
+    summary["config"]["spark"] = spark_identity(spark)
     # a small job, beside the first big aggregation (it fills the cores' idle moments)
     identity = _Background(spark, "harness-identity", lambda: repeated_records(frames["produced"]))
     event_rows = read_on_driver(loc, history, "events",
@@ -215,7 +213,8 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
         metrics = _Background(spark, "harness-metrics", lambda: _metrics(
             spark, views, tl, frames["consumed"], scanned, threshold))
         background.append(metrics)
-        x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups)
+        x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups,
+                   tables=frames, events=event_rows)
         frames = anomaly_frames(x, families)
         kinds = tuple(k for f in families for k in f.kinds)
         result = write_anomalies(spark, frames, loc, tl, kinds, step, frozenset(x.no_rows))
@@ -229,7 +228,21 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
     _summarize_metrics(summary, m, views.sizes, scanned, tl)
     _summarize_problems(summary, tl, loc)
     summarize_load(summary, load_plans, loc, history.tables["produced"].files, tl)
+    _summarize_families(summary, families, loc, history, event_rows)
     return {"anomalies": result.samples, "columns": result.columns}
+
+
+def _summarize_families(summary: dict, families, loc, history, event_rows: list[dict]) -> None:
+    """Each named family's own metrics (Family.metrics), read on the driver."""
+    def read(table: str, columns: tuple[str, ...]) -> list[dict]:
+        return read_on_driver(loc, history, table, columns) if table in history.tables else []
+
+    data = RunData(read, event_rows)
+    for f in families:
+        if f.metrics is not None:
+            out = f.metrics(data)
+            summary.update(out.get("summary", {}))
+            summary["counts"].update(out.get("counts", {}))
 
 
 def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> None:
@@ -344,8 +357,10 @@ def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
 
 class _Background:
     """fn() in a thread of its own, its Spark jobs tagged so they can be cancelled.
-    PySpark pins each Python thread to a JVM thread, so the tag set in the thread
-    marks that thread's jobs only."""
+    A session's tags are the calling thread's (classic PySpark pins each Python thread
+    to a JVM thread; Spark Connect's client keeps them per thread), so the tag set in
+    the thread marks that thread's operations only, and interruptTag cancels them in
+    this session only: concurrent runs on one Connect server do not touch each other's."""
 
     def __init__(self, spark, tag: str, fn):
 
@@ -355,7 +370,7 @@ class _Background:
 
         def run():
             try:
-                spark.sparkContext.addJobTag(tag)
+                spark.addTag(tag)
                 self.value = fn()
             except BaseException as e:  # noqa: BLE001 - handed to the waiting thread
                 self.error = e
@@ -373,7 +388,10 @@ class _Background:
         """Cancel its jobs until it stops (it may start another between two checks)."""
         deadline = time.monotonic() + within_s
         while not self.done.is_set() and time.monotonic() < deadline:
-            self.spark.sparkContext.cancelJobsWithTag(self.tag)
+            try:
+                self.spark.interruptTag(self.tag)
+            except Exception:  # noqa: BLE001 - the session is gone (a server that died):
+                return         # nothing of it runs any more, and the caller's error says why
             self.done.wait(0.2)
 
 

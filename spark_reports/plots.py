@@ -92,6 +92,27 @@ def throughput_png(per_second: list[dict], faults: list[dict], t0_us: int, *,
     return _png(fig)
 
 
+SERIES_COLOURS = ("#2166ac", "#1b7837", "#e08214", "#b2182b", "#762a83", "#999999")
+
+
+def series_png(title: str, ylabel: str, per_second: list[dict], keys: tuple[str, ...],
+               faults: list[dict], t0_us: int, *,
+               fault_colours: Mapping[str, str] | None = None) -> bytes | None:
+    """A family's series (Family.series) per second, with the fault bands."""
+    if not per_second:
+        return None
+    # counts: a second with no row had none (drawn as 0, not as a gap)
+    by = {r["second"]: r for r in per_second}
+    rows = [{"second": sec, **{k: by.get(sec, {}).get(k, 0) for k in keys}}
+            for sec in range(min(by), max(by) + 1)]
+    fig, ax = _axes(title, ylabel)
+    for key, color in zip(keys, SERIES_COLOURS, strict=False):
+        ax.plot(*_series(rows, key, t0_us), lw=1, color=color, label=key)
+    _fault_bands(ax, faults, t0_us, fault_colours)
+    ax.legend(**LEGEND)
+    return _png(fig)
+
+
 def latency_png(per_second: list[dict], faults: list[dict], t0_us: int, *,
                 fault_colours: Mapping[str, str] | None = None) -> bytes:
     fig, ax = _axes("Ack latency per second (by ack time); a gap: no ack that second",

@@ -41,6 +41,8 @@ details{margin:.3em 0}pre{background:#f7f7f7;padding:.6em;overflow:auto;font-siz
 .kv{display:grid;grid-template-columns:repeat(auto-fill,minmax(14em,1fr));gap:.2em 1.2em;
  font-size:.85em;margin:.5em 0 1em}.kv span.k{color:#555}
 """
+# a per-key kind's first rows said one by one (Kind.row_words)
+ROWS_IN_WORDS = 10
 MARKS = {"passed": "\u2713", "failed": "\u2717", "not judged": "\u2013"}
 
 
@@ -221,7 +223,8 @@ def _cell(col: str, v: Any, t0_us: int) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
-def _anomalies(summary: dict, samples: dict, run: RunFacts) -> str:
+def _anomalies(summary: dict, samples: dict, run: RunFacts,
+               colours: Mapping[str, str] | None = None) -> str:
     """Each checked family's section: its words, its kinds and their counts, its rows in
     words, the first of its rows."""
     an = summary.get("anomalies") or {}
@@ -233,19 +236,25 @@ def _anomalies(summary: dict, samples: dict, run: RunFacts) -> str:
     for family in FAMILIES:
         shown = [k for k in family.kinds if k.name in an]
         if shown:
-            html.append(_family_section(family, shown, summary, samples, run, failed))
+            html.append(_family_section(family, shown, summary, samples, run, failed, colours))
     return "".join(html)
 
 
 def _family_section(family, shown: list, summary: dict, samples: dict, run: RunFacts,
-                    failed: set[str]) -> str:
+                    failed: set[str], colours: Mapping[str, str] | None = None) -> str:
     an = summary.get("anomalies") or {}
     html = [f"<h3>{escape(family.title)}</h3>"]
     html += [f"<p>{escape(line)}</p>" for line in family.words(summary)]
+    faults = (summary.get("metrics") or {}).get("fault_windows") or []
+    html += [_img(plots.series_png(title, ylabel, rows, keys, faults, run.t0_us,
+                                   fault_colours=colours), title)
+             for title, ylabel, rows, keys in family.series(summary)]
     html.append(_table(["anomaly", "count", "rule"], [[k.name, an.get(k.name), k.rule] for k in shown],
                        [_row_class(k, an.get(k.name) or 0, failed) for k in shown]))
     said = [f"<li>{escape(explain(k.name, g, run))}</li>"
             for k in shown for g in (summary.get("anomaly_explanations") or {}).get(k.name, [])]
+    said += [f"<li>{escape(k.row_words(r, run))}</li>" for k in shown if k.row_words
+             for r in ((samples.get("anomalies") or {}).get(k.name) or [])[:ROWS_IN_WORDS]]
     if said:
         html.append("<h4>In words</h4><ul>" + "".join(said) + "</ul>")
     for k in shown:
@@ -293,7 +302,7 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
         parts.append(_faults_in_words(summary, run))
     parts.append(_problems(summary, t0))
     parts.append(_load(summary))
-    parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, run))
+    parts.append("<h2>Anomalies</h2>" + _anomalies(summary, samples, run, fault_colours))
     if per_sec:
         parts.append(_throughput(m, t0, fault_colours))
     if m:

@@ -6,6 +6,9 @@ Measured at 10 M records, writing the per-record view and reading it back took
 """
 from __future__ import annotations
 
+import sys
+import time
+
 from pyspark.sql import DataFrame, Observation
 from pyspark.sql import types as T
 
@@ -38,6 +41,23 @@ class Scratch:
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema])
         return self.spark.read.schema(schema).parquet(path), (dict(obs.get) if obs else {})
 
-    def remove(self) -> None:
-        if self.loc.exists("report", "_views"):
-            self.loc.fs.delete_dir(self.loc.path("report", "_views"))
+    def remove(self, within_s: float = 30.0) -> None:
+        """Remove the views. After an interrupt, a cancelled write's tasks can still be
+        deleting their _temporary files while the directory is walked (seen in CI: a
+        Ctrl-C in verify failed on a vanished '.part-….crc'): retried until they stop.
+        Raised only when an error is not already on its way: a leftover scratch
+        directory must not hide why the pipeline stopped."""
+        stopping_on_error = sys.exc_info()[0] is not None    # called from a `finally`
+        deadline = time.monotonic() + within_s
+        while True:
+            try:
+                if self.loc.exists("report", "_views"):
+                    self.loc.fs.delete_dir(self.loc.path("report", "_views"))
+                return
+            except FileNotFoundError:
+                if time.monotonic() < deadline:
+                    time.sleep(0.2)
+                elif stopping_on_error:
+                    return
+                else:
+                    raise

@@ -1,28 +1,63 @@
 """The SparkSession the reconciler runs in.
 
-`local[*]` by default, any cluster with `master`. Driver memory is fixed before
-the JVM starts, so it is set here; only aggregates and samples come back to
-the driver, so a few GiB verify histories of 100 M records.
+Which one, first that applies (session_scope):
+1. the session the caller gives (a suite's shared one), or the active one (tests);
+2. `master` (--spark-master): a classic session on that cluster;
+3. HARNESS_SPARK_REMOTE (--spark-remote sc://host:port): a Spark Connect session on a
+   server the user runs. It reads the history where the run directory says, so the
+   server must be able to read that path (docs/spark.md);
+4. HARNESS_SPARK_MODE=server (the default): a session of its own on the local Spark
+   Connect server (spark_reports/connect_server.py), started on first use and kept
+   warm; when it cannot start, the terminal says why and 5. is used instead;
+5. HARNESS_SPARK_MODE=local (--spark-mode local): a classic in-process session,
+   `local[*]`, its driver JVM started for this verify and stopped after it.
+
+Driver memory is fixed before the JVM starts, so it is set here; only aggregates and
+samples come back to the driver, so a few GiB verify histories of 100 M records.
 """
 from __future__ import annotations
 
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
-from spark_reports import class_cache, driver_jdk
+from core.errors import HarnessError
+from spark_reports import class_cache, connect_server, driver_jdk
+from spark_reports.jvm_options import (  # noqa: F401 - QUICK_JIT_MAX_ROWS: its documented home
+    DEFAULT_DRIVER_MEMORY,
+    DEFAULT_SHUFFLE_PARTITIONS,
+    QUICK_JIT_MAX_ROWS,
+    local_java_options,
+)
 
-DEFAULT_DRIVER_MEMORY = os.environ.get("HARNESS_SPARK_DRIVER_MEMORY", "4g")
-DEFAULT_SHUFFLE_PARTITIONS = int(os.environ.get("HARNESS_SPARK_SHUFFLE_PARTITIONS", "16"))
-# A JVM started to verify one history of at most this many rows (produced + consumed:
-# a run of about 1 M records) compiles with C1 only. Such a verify lasts seconds, and
-# on 2 cores the C2 compiler's threads take CPU the work needs before its code pays
-# back: a fresh `harness verify` of a real 100 000-record run took 13.8 s against
-# 19.7 s, on JDK 25 and JDK 17 alike. A longer-lived JVM keeps both compilers: at
-# 10 M records C1 only took 235 s against 150 s, and in a suite's warm session C1's
-# code verified a 1 M-record run in 1.4-1.8x the time (benchmarks/RESULTS.md).
-QUICK_JIT_MAX_ROWS = 3_000_000
+MODES = ("server", "local")
+# The options each Spark Connect session sets for itself (a classic local session has
+# them from spark_session's builder; the server's static ones: connect_server.SERVER_CONF).
+CONNECT_SESSION_CONF = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.adaptive.enabled": "true",
+    "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
+    "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+}
+
+
+def spark_mode() -> str:
+    """HARNESS_SPARK_MODE (--spark-mode): server (default) or local."""
+    mode = os.environ.get("HARNESS_SPARK_MODE", "server").strip() or "server"
+    if mode not in MODES:
+        raise HarnessError(f"HARNESS_SPARK_MODE={mode!r}: expected one of {', '.join(MODES)} "
+                           "(--spark-mode)")
+    return mode
+
+
+def spark_remote() -> str | None:
+    """HARNESS_SPARK_REMOTE (--spark-remote): a Spark Connect URL, sc://host:port."""
+    url = os.environ.get("HARNESS_SPARK_REMOTE", "").strip() or None
+    if url is not None and not url.startswith("sc://"):
+        raise HarnessError(f"HARNESS_SPARK_REMOTE={url!r}: expected a Spark Connect URL, "
+                           "sc://host:port (--spark-remote)")
+    return url
 
 
 def spark_session(master: str | None = None, *, app_name: str = "harness-verify",
@@ -38,7 +73,9 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     # pyspark's session: only when a session is made (the JVM is what costs)
     from pyspark.sql import SparkSession
 
-
+    # A classic session after a Connect one in this process (or its parent's: the
+    # variable is inherited): while this is set, pyspark builds Connect sessions and columns.
+    os.environ.pop("SPARK_CONNECT_MODE_ENABLED", None)
     active = SparkSession.getActiveSession()
     if active is not None:
         return active, False
@@ -66,7 +103,7 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
     java_options = cds
     if local:
         b = b.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
-        java_options = _local_java_options(history_rows, cds)
+        java_options = local_java_options(history_rows, cds)
         # Shuffle files stay on this machine, so compressing them only costs CPU:
         # 8 of 38 CPU-s in the map stage of the 10 M-record records view.
         b = b.config("spark.shuffle.compress", "false").config("spark.shuffle.spill.compress", "false")
@@ -80,12 +117,34 @@ def spark_session(master: str | None = None, *, app_name: str = "harness-verify"
 
 
 @contextmanager
-def session_scope(master: str | None = None, spark=None, **kw) -> Iterator:
-    """A session for the body: `spark` when given (a suite's shared one), else the
-    active one, else a new one, stopped when the body ends (spark_session's options)."""
+def session_scope(master: str | None = None, spark=None, *, about: str = "", **kw) -> Iterator:
+    """A session for the body (the module's docstring says which), stopped when the body
+    ends if it was made for it (spark_session's options for a classic one). `about`:
+    what the body verifies (`harness spark status` shows it)."""
     if spark is not None:
         yield spark
         return
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        yield active
+        return
+    remote = spark_remote() if master is None else None
+    if remote is not None:
+        with _connect_session(remote, remote) as session:
+            yield session
+        return
+    if master is None and spark_mode() == "server":
+        try:
+            _connect_client_installed()
+            server = connect_server.ensure_server()
+        except connect_server.ServerUnavailable as e:
+            print(f"harness: {e}; verifying in a Spark session of this process instead "
+                  "(--spark-mode local)", flush=True)
+        else:
+            with connect_server.lease(about), _connect_session(server.url, None, server) as session:
+                yield session
+            return
     session, owned = spark_session(master, **kw)
     try:
         yield session
@@ -94,18 +153,87 @@ def session_scope(master: str | None = None, spark=None, **kw) -> Iterator:
             session.stop()
 
 
-def _local_java_options(history_rows: int | None, cds: str) -> str:
-    """The driver JVM's options for a local session: GC, JIT, class archive."""
-    # Throughput GC for a batch job: measured 10-15 % faster than G1 on 20 M-row
-    # shuffles and aggregations on this 2-core machine.
-    # -DontCompileHugeMethods: the JIT compiles generated methods beyond 8000 bytes
-    # too; else they run interpreted (a metrics scan with one expression per fault
-    # took 140 s at 10 M records, 21 s with this flag).
-    # CompileThresholdScaling=3: methods are compiled after 3x the default
-    # invocations, so the JIT compiles fewer lukewarm ones (Spark's planning and
-    # each query's generated code): JIT time 45-47 s against 66 s at 10 M
-    # records, process CPU 149-159 s against 169-183 s (benchmarks/RESULTS.md).
-    # Up to QUICK_JIT_MAX_ROWS, C1 only instead (see there).
-    quick = history_rows is not None and history_rows <= QUICK_JIT_MAX_ROWS
-    jit = "-XX:TieredStopAtLevel=1" if quick else "-XX:CompileThresholdScaling=3"
-    return f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {jit} {cds}"
+def _connect_client_installed() -> None:
+    """pyspark's Spark Connect client needs pyspark[connect]'s extras (grpcio, ...)."""
+    from pyspark.sql.connect.utils import check_dependencies
+    try:
+        check_dependencies()
+    except ImportError as e:
+        raise connect_server.ServerUnavailable(
+            f"the Spark Connect client is not installed ({e}; pip install 'pyspark[connect]')") from e
+
+
+@contextmanager
+def _connect_session(url: str, shown: str | None, server=None) -> Iterator:
+    """A Spark Connect session of its own on `url` (shown: the URL as the user gave it;
+    server: the local server's state), released when the body ends. A local server that
+    dies meanwhile ends the body with a HarnessError (exit 2) that says so."""
+    from pyspark.sql import SparkSession
+    where = shown or server.display_url
+    try:
+        session = SparkSession.builder.remote(url).create()
+    except Exception as e:  # noqa: BLE001 - any failure to connect is said the same way
+        raise HarnessError(f"Spark Connect server {where}: cannot open a session: "
+                           f"{_first_line(e)}") from e
+    # the first round trip with few retries: a URL nobody answers at is said within
+    # seconds, not after pyspark's ten minutes of retrying
+    _quick_retries(session)
+    try:
+        session.version  # noqa: B018 - a round trip to the server
+    except Exception as e:  # noqa: BLE001 - as above
+        with suppress(Exception):
+            session.stop()       # (no longer this process's active session)
+        raise HarnessError(f"Spark Connect server {where}: cannot reach it: {_first_line(e)}") from e
+    if server is None:
+        # a remote server may be busy or restarting: pyspark's own patience from here on
+        session.client.set_retry_policies([_default_policy()])
+    finished = False
+    try:
+        for key, value in CONNECT_SESSION_CONF.items():
+            session.conf.set(key, value)
+        yield session
+        finished = True
+    except Exception as e:
+        if server is not None and not server.alive():
+            raise HarnessError(
+                f"the local Spark Connect server ({where}, JVM pid {server.jvm_pid}) stopped "
+                f"during the verify, which could not finish (the server's log: {server.log}); "
+                "verify again, a new server starts") from e
+        raise
+    finally:
+        # a server that is gone has nothing to interrupt or release
+        if not finished:
+            # an error or a Ctrl-C: the server would go on with this session's queries
+            _quick_retries(session)
+            with suppress(Exception):
+                session.interruptAll()
+        with suppress(Exception):
+            session.stop()
+
+
+def _quick_retries(session) -> None:
+    """A local server that does not answer has died: give up within a few seconds, not
+    the ten minutes pyspark's default retries allow a remote one."""
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    session.client.set_retry_policies([DefaultPolicy(max_retries=3, initial_backoff=200,
+                                                     max_backoff=1000)])
+
+
+def _default_policy():
+    from pyspark.sql.connect.client.retries import DefaultPolicy
+    return DefaultPolicy()
+
+
+def _first_line(e: BaseException) -> str:
+    text = str(e).strip()
+    return f"{type(e).__name__}: {text.splitlines()[0] if text else ''}"
+
+
+def spark_identity(spark) -> dict:
+    """The Spark version, master and driver JVM that verified a history (summary's
+    config.spark). Through SQL and the session's conf, not sparkContext: a Spark
+    Connect session has no sparkContext and no JVM in this process."""
+    java = spark.sql("SELECT java_method('java.lang.System', 'getProperty', 'java.version') AS v"
+                     ).collect()[0]["v"]
+    return {"version": spark.version, "master": spark.conf.get("spark.master"),
+            "driver_java": java}

@@ -31,8 +31,9 @@ REQUIRED_TABLES = ("produced", "consumed")
 # Columns the contract added after histories were first written: a part file
 # without them is read as if they were all null (the reconciler says how many rows
 # that left unjudged).
-ADDED_LATER = {"consumed": ("poll_seq", "assignment", "leader_epoch"),
-               "produced": ("acked_by",)}
+ADDED_LATER = {"consumed": ("poll_seq", "assignment", "leader_epoch", "source_record_id",
+                            "key_count", "pipeline_instance", "pipeline_txn"),
+               "produced": ("acked_by", "version", "tombstone")}
 MAX_PROBLEMS = 20
 
 
@@ -164,6 +165,7 @@ _GROUPINGS = {
     "consumed": [("phase", "isolation"), ("topic",), ("phase", "group_id", "isolation")],
     "commits": [("ok",)],
     "events": [("kind",)],
+    "share_deliveries": [("group_id", "ack", "ack_result")],
 }
 
 
@@ -209,8 +211,11 @@ def _unordered(pf: pq.ParquetFile, rg: int, stats: dict) -> int:
 
 def _scan_file(loc: RunLocation, table: str, path: str, null_cols: list[str]) -> list[dict]:
     with loc.fs.open_input_file(path) as f:
-        strings = [fl.name for fl in SCHEMAS[table] if pa.types.is_string(fl.type)]
-        pf = pq.ParquetFile(f, read_dictionary=strings)
+        meta = pq.read_metadata(f)
+        present = set(meta.schema.names)        # a column added later may be absent
+        strings = [fl.name for fl in SCHEMAS[table]
+                   if pa.types.is_string(fl.type) and fl.name in present]
+        pf = pq.ParquetFile(f, metadata=meta, read_dictionary=strings)
         return [_scan_row_group(pf, rg, table, null_cols) for rg in range(pf.metadata.num_row_groups)]
 
 

@@ -43,13 +43,14 @@ Conditions: a fact name, or `not <fact>`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import yaml
 
 from core.errors import SpecError
-from families import KINDS, NAMES
+from families import COUNTS as FAMILY_COUNTS
+from families import FAMILIES, KINDS, NAMES
 from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
@@ -60,7 +61,7 @@ DERIVED = ("max_unavailability_s", "max_recovery_s", "isr_shrinks", "max_isr_res
            "acked_during_faults", "max_consumer_stall_s")
 LATENCIES = tuple(f"{m}.{p}" for m in ("ack_latency_ms", "e2e_latency_ms")
                   for p in ("p50", "p99", "p999", "max"))
-METRICS = NAMES + COUNTS + DERIVED + LATENCIES
+METRICS = NAMES + COUNTS + FAMILY_COUNTS + DERIVED + LATENCIES
 OPS = ("==", "!=", "<=", ">=", "<", ">")
 
 _TEXT = re.compile(
@@ -158,6 +159,17 @@ class ExpectationSet:
     expectations: tuple[Expectation, ...]
     facts: tuple[tuple[str, bool], ...] = ()    # overrides
     source: str = "defaults"
+    # those that are there only as defaults (not also written by the scenario)
+    from_defaults: frozenset[Expectation] = field(default_factory=frozenset)
+
+    def for_families(self, names) -> "ExpectationSet":
+        """Without the defaults of the families a run does not have: a run with no share
+        group is not told that share_lost was 'not judged'. What a scenario writes stays,
+        whichever family it names."""
+        others = {parse_expectation(k.default, "defaults") for f in FAMILIES if f.name not in names
+                  for k in f.kinds if k.default}
+        drop = self.from_defaults & others
+        return replace(self, expectations=tuple(e for e in self.expectations if e not in drop))
 
 
 def parse_document(doc: Any, source: str) -> ExpectationSet:
@@ -175,7 +187,9 @@ def parse_document(doc: Any, source: str) -> ExpectationSet:
         raise SpecError(f"{source}: expectations", "must be a list")
     exps = tuple(parse_expectation(it, f"{source}: expectations[{i}]")
                  for i, it in enumerate(items))
+    only_defaults: frozenset[Expectation] = frozenset()
     if doc.get("include_defaults"):
+        only_defaults = frozenset(DEFAULTS) - set(exps)
         exps = DEFAULTS + tuple(e for e in exps if e not in DEFAULTS)
     # A run that did not do what it planned never passes (a dead workload, a fault that
     # could not be injected or healed, load that never came). Judged whatever the
@@ -189,12 +203,12 @@ def parse_document(doc: Any, source: str) -> ExpectationSet:
             raise SpecError(f"{source}: facts.{k}", "unknown fact", f"use one of {', '.join(FACTS)}")
         if not isinstance(v, bool):
             raise SpecError(f"{source}: facts.{k}", f"{v!r} is not true/false")
-    return ExpectationSet(exps, tuple(sorted(facts.items())), source)
+    return ExpectationSet(exps, tuple(sorted(facts.items())), source, only_defaults)
 
 
 def load_expectations(text: str | None, source: str) -> ExpectationSet:
     if text is None:
-        return ExpectationSet(DEFAULTS)
+        return ExpectationSet(DEFAULTS, from_defaults=frozenset(DEFAULTS))
     try:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:

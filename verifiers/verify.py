@@ -59,8 +59,10 @@ def verify_run(run_dir: str, judgement: Judgement | None = None, *, spark=None,
         "notes": [*j.notes, *notes],
     }
 
+    expectations = j.expectations.for_families(j.families)
+
     def judged(s: dict, why_unknown: str | None) -> Verdict:
-        v = judge(s, j.expectations, j.facts, j.fact_sources) if s.get("counts") else None
+        v = judge(s, expectations, j.facts, j.fact_sources) if s.get("counts") else None
         if why_unknown is not None:
             return unknown(why_unknown, v.checks if v is not None else ())
         return v

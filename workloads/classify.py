@@ -136,3 +136,24 @@ def error_name(code: int) -> str:
         return KafkaError(code).name()
     except Exception:  # unknown code: keep the number, never lose the row
         return f"ERR_{code}"
+
+
+# -- share groups (KIP-932): what an acknowledgement's answer says -------------------
+# Only an answer with no error, and a definite refusal, are facts; anything else may
+# have been applied by the share-partition leader (a NOT_LEADER_OR_FOLLOWER is made up
+# by librdkafka locally, and by Kafka's Java client for a disconnection noticed
+# mid-request since KAFKA-20330), so it is `unknown`.
+SHARE_ACK_REFUSED = frozenset({
+    "INVALID_RECORD_STATE", "InvalidRecordStateException",   # the lock had expired
+    "INVALID_REQUEST", "InvalidRequestException",
+    "ILLEGAL_STATE", "IllegalStateException",                # acknowledge() refused locally
+    "TOPIC_AUTHORIZATION_FAILED", "GROUP_AUTHORIZATION_FAILED",
+    "TopicAuthorizationException", "GroupAuthorizationException",
+})
+
+
+def share_ack_result(error: str | None) -> str:
+    """An acknowledgement's answer -> share_deliveries.ack_result: ok, error or unknown."""
+    if error is None:
+        return "ok"
+    return "error" if error in SHARE_ACK_REFUSED else "unknown"

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
+from workloads.churn import Churn
 from workloads.connection import connected
 from workloads.process import WorkerProcess, died_detail, parent_gone
 from workloads.records import record_id_of
@@ -243,30 +244,18 @@ class ConsumerGroup:
         self._workers: dict[str, WorkerProcess] = {}
         self._incarnation: dict[str, int] = {}
         self._stopping = threading.Event()
-        self._churn: threading.Thread | None = None
+        self._churn: Churn | None = None
 
     def start(self) -> "ConsumerGroup":
         for m in self.spec.member_names:
             self.start_member(m)
         if self.spec.churn is not None:
-            self._churn = threading.Thread(target=self._churn_loop, name=f"churn-{self.spec.group_id}",
-                                           daemon=True)
-            self._churn.start()
+            self._churn = Churn(
+                self.spec.churn, self.spec.member_names, name=f"churn-{self.spec.group_id}",
+                bounce=lambda m, clean, down_s: self.bounce(m, clean=clean, down_s=down_s),
+                on_error=lambda m, e: self._event("consumer-churn-error", m, error=e),
+                stopping=self._stopping).start()
         return self
-
-    def _churn_loop(self) -> None:
-        """spec.churn: bounce the members one after another until the group stops."""
-        churn, turn = self.spec.churn, 0
-        wait = churn.first_s
-        while not self._stopping.wait(wait):
-            member = self.spec.member_names[turn % self.spec.members]
-            turn += 1
-            try:
-                if not self.bounce(member, clean=churn.how == "clean", down_s=churn.down_s):
-                    return                  # the group is stopping: this member stays down
-            except Exception as e:  # noqa: BLE001 - one failed bounce must not end the churn
-                self._event("consumer-churn-error", member, error=f"{type(e).__name__}: {e}")
-            wait = churn.every_s
 
     def start_member(self, member: str) -> None:
         if member in self._workers and self._workers[member].is_alive():

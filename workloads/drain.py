@@ -25,7 +25,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
 from core.history import HistoryWriter, now_us
 from workloads.connection import connected
-from workloads.records import record_id_of
+from workloads.records import pipeline_output_of, record_id_of, record_id_of_headers
 from workloads.spec import DrainSpec
 
 if TYPE_CHECKING:
@@ -176,7 +176,8 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
         return 0
     recv = now_us()
     cols: dict[str, list] = {"topic": [], "partition": [], "offset": [], "key": [], "record_id": [],
-                             "leader_epoch": []}
+                             "leader_epoch": [], "source_record_id": [], "key_count": [],
+                             "pipeline_instance": [], "pipeline_txn": []}
     for m in msgs:
         p = by_tp.get((m.topic(), m.partition()))
         if p is None:
@@ -199,8 +200,17 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
         cols["partition"].append(m.partition())
         cols["offset"].append(o)
         cols["key"].append(k.decode(errors="replace") if k is not None else None)
-        cols["record_id"].append(record_id_of(m.value()))
+        value = m.value()
+        # a tombstone (compacted topics) has no value: its record_id is in a header
+        cols["record_id"].append(record_id_of(value) if value is not None
+                                 else record_id_of_headers(m.headers()))
         cols["leader_epoch"].append(m.leader_epoch())
+        # a pipeline's output topic: its input, count, writer instance and transaction
+        source, key_count, instance, txn = pipeline_output_of(m.value())
+        cols["source_record_id"].append(source)
+        cols["key_count"].append(key_count)
+        cols["pipeline_instance"].append(instance)
+        cols["pipeline_txn"].append(txn)
         p.position = o + 1
         if p.end is not None and p.position >= p.end:
             p.done = True

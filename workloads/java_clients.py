@@ -205,15 +205,21 @@ class JavaRun:
     settings: tuple[tuple[str, str], ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     volumes: tuple[tuple[str, str], ...] = ()
+    # tmpfs mounts (path, options): a program's scratch space, gone with its container
+    tmpfs: tuple[tuple[str, str], ...] = ()
 
 
 def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: dict[str, Any],
               conf_flag: str, out_dir: Path, feed: Callable[[str], None], timeout_s: float,
               should_stop: Callable[[], bool] | None = None, classpath: str = CLASSPATH,
-              ok_exits: tuple[int, ...] = (0,)) -> dict[str, Any]:
+              ok_exits: tuple[int, ...] = (0,),
+              should_kill: Callable[[], bool] | None = None,
+              on_container: Callable[[Any], None] | None = None) -> dict[str, Any]:
     """Run one tool to completion, feeding each stdout line; the container is always
     removed. `main_class`: a tool of Kafka's (VerifiableProducer) or a qualified name;
-    an exit code outside `ok_exits` (unless we stopped it) is an error."""
+    an exit code outside `ok_exits` (unless we stopped it) is an error. should_stop()
+    true: SIGTERM (a clean stop); should_kill() true: SIGKILL at once (a death);
+    on_container(container): for a caller that kills it itself, without our poll's wait."""
 
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "client.properties").write_text(_properties({**dict(run.settings), **conf}))
@@ -230,10 +236,13 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
         labels=run_labels(run.run_id, role="java-client"), environment=dict(run.env),
         volumes={str(out_dir.resolve()): {"bind": "/out", "mode": "rw"},
                  **{host: {"bind": inside, "mode": "ro"} for host, inside in run.volumes}},
-        user="root")
+        user="root", **({"tmpfs": dict(run.tmpfs)} if run.tmpfs else {}))
     started = time.monotonic()
     try:
-        exit_code, stop_sent_at = _follow(container, events_file, feed, started, timeout_s, should_stop)
+        if on_container is not None:
+            on_container(container)
+        exit_code, stop_sent_at = _follow(container, events_file, feed, started, timeout_s, should_stop,
+                                          should_kill)
     finally:
         try:
             container.remove(force=True)
@@ -247,11 +256,13 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
 
 
 def _follow(container, events_file: Path, feed: Callable[[str], None], started: float,
-            timeout_s: float, should_stop: Callable[[], bool] | None) -> tuple[int | None, float | None]:
+            timeout_s: float, should_stop: Callable[[], bool] | None,
+            should_kill: Callable[[], bool] | None = None) -> tuple[int | None, float | None]:
     """Feed the tool's stdout lines until its container ends: (exit code, when we sent
-    SIGTERM or None). SIGTERM runs the tool's shutdown hook (flush, tool_data); SIGKILL
-    30 s later if it has not ended."""
+    SIGTERM or SIGKILL, or None). SIGTERM runs the tool's shutdown hook (flush,
+    tool_data); SIGKILL 30 s later if it has not ended, or at once when should_kill()."""
     stop_sent_at: float | None = None
+    killed = False
     with open(events_file) as fh:
         buf = ""
         while True:
@@ -264,12 +275,20 @@ def _follow(container, events_file: Path, feed: Callable[[str], None], started: 
                     feed(line)
                 continue
             container.reload()
+            now = time.monotonic()
             if container.status not in ("created", "running"):
                 for line in (buf + fh.read()).split("\n"):
                     feed(line)
+                if stop_sent_at is None and should_kill and should_kill():
+                    stop_sent_at = now             # killed by our caller, through on_container
                 return container.attrs["State"]["ExitCode"], stop_sent_at
-            now = time.monotonic()
-            if stop_sent_at is None and (now - started > timeout_s or (should_stop and should_stop())):
+            if not killed and should_kill and should_kill():
+                try:
+                    container.kill(signal="SIGKILL")
+                except Exception:  # noqa: BLE001 - it ended meanwhile: the next reload sees it
+                    pass
+                killed, stop_sent_at = True, stop_sent_at or now
+            elif stop_sent_at is None and (now - started > timeout_s or (should_stop and should_stop())):
                 container.kill(signal="SIGTERM")
                 stop_sent_at = now
             elif stop_sent_at is not None and now - stop_sent_at > 30:

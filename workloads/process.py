@@ -93,6 +93,10 @@ class WorkerProcess:
             _LIVE.discard(self)
         return True
 
+    def request_stop(self) -> None:
+        """Ask the worker to finish cleanly, without waiting (stop() waits)."""
+        self.stop_event.set()
+
     def stop(self, timeout: float = 30.0) -> int | None:
         """Ask the worker to finish cleanly; SIGKILL it if it does not in `timeout`."""
         self.stop_event.set()

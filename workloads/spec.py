@@ -139,7 +139,9 @@ class ChurnSpec(_Spec):
     every_s: float = 10.0
     how: Literal["clean", "kill"] = "clean"
     down_s: float = Field(2.0, ge=0)
-    first_s: float = 10.0                      # the first one this long after the group starts
+    # the first one this long after the group starts (a share group: after its first
+    # record; workloads/churn.py)
+    first_s: float = 10.0
 
     _positive = field_validator("every_s", "first_s")(classmethod(lambda cls, v: _positive_seconds(v)))
 
@@ -175,6 +177,10 @@ class ProducerSpec(_Spec):
     churn: ProducerChurnSpec | None = None     # restarted while it runs
     client_config: dict[str, str] = {}         # extra librdkafka settings, passed through
     seed: int = 0
+    # a compacted topic's writer (families/compacted): this fraction of its writes are
+    # tombstones, and each row records its key's version and whether it is one; None:
+    # an ordinary producer (both columns null)
+    tombstone_rate: float | None = Field(None, ge=0, le=1)
     # A fatal client error (the client says the producer cannot go on): `stop` (the
     # workload dies: workload_deaths counts it) or `restart`: a new incarnation `p0.1`
     # with the same transactional.id, as churn starts one. Either way a `client-fatal`

@@ -196,6 +196,7 @@ class _TransactionLoop:
         while True:
             try:
                 producer.init_transactions(self.end_timeout_s)
+                self.recorder.seed_leaders(producer)
                 return producer
             except KafkaException as e:
                 err = e.args[0]

@@ -51,6 +51,9 @@ class Inputs:
     consumed: DataFrame
     materialize: object
     read_committed_groups: set[str]
+    # every history table's frame (a family reads its own) and the run's events
+    tables: dict = field(default_factory=dict)
+    events: list = field(default_factory=list)
     _memo: dict = field(default_factory=dict)
     no_rows: set[str] = field(default_factory=set)   # kinds known to have none
 

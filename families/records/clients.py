@@ -15,7 +15,6 @@ from collections.abc import Callable
 from core.context import RunContext
 from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
-from families.records.section import Workload
 from workloads.consumer import ConsumerGroup
 from workloads.history_tail import HistoryTail
 from workloads.java_clients import run_java_consumer, run_java_producer
@@ -27,7 +26,7 @@ CATCH_UP_MAX_S = 30.0
 
 
 class Workloads:
-    def __init__(self, ctx: RunContext, workload: "Workload"):
+    def __init__(self, ctx: RunContext, workload):      # a families.workload.Workload
         self.ctx, self.spec = ctx, workload
         self.producers: list = []
         self.groups: list = []

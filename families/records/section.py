@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from workloads.spec import ConsumerGroupSpec, ProducerSpec, idempotent_by_default
+from workloads.spec import idempotent_by_default
 
 
 class _Model(BaseModel):
@@ -52,18 +52,6 @@ class JavaConsumerSpec(_Model):
     config: dict[str, str] = {}
 
 
-class Workload(_Model):
-    duration_s: float = 60.0
-    warmup_timeout_s: float = 60.0          # until every partition has its first ack
-    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
-    # None: the brokers' version, as the cluster started.
-    clients_version: str | None = None
-    producers: tuple[ProducerSpec, ...] = ()
-    consumers: tuple[ConsumerGroupSpec, ...] = ()
-    java_producers: tuple[JavaProducerSpec, ...] = ()
-    java_consumers: tuple[JavaConsumerSpec, ...] = ()
-
-
 # The facts a verifier asks of this section (verifiers/facts.py composes them).
 FACT_DOCS = {
     "idempotent": "every producer is idempotent (transactional ones are)",
@@ -73,7 +61,7 @@ FACT_DOCS = {
 }
 
 
-def facts(w: Workload) -> dict[str, bool | None]:
+def facts(w) -> dict[str, bool | None]:
     return {
         "idempotent": all([*(p.enable_idempotence for p in w.producers),
                            *(j.idempotent for j in w.java_producers)]),

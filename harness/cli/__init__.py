@@ -12,7 +12,7 @@ import os
 import sys
 
 from core.errors import HarnessError
-from harness.cli.flags import PROGRESS, RUNNING, SPARK, Options
+from harness.cli.flags import PROGRESS, RUNNING, SPARK, Options, apply_spark_flags
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -23,11 +23,14 @@ def _doctor(args: argparse.Namespace) -> int:
 def _gc(args: argparse.Namespace) -> int:
     from clusters.gc import collect_garbage
     from harness.run.orphans import reap_orphan_spark_drivers
+    from spark_reports.connect_server import reap_orphans
     removed = collect_garbage(all_runs=args.all, dry_run=args.dry_run)
     jvms = reap_orphan_spark_drivers(dry_run=args.dry_run)
+    servers = reap_orphans(dry_run=args.dry_run)
     verb = "would remove" if args.dry_run else "removed"
     print(f"gc: {verb} {removed.containers} containers, {removed.networks} networks, "
-          f"{removed.volumes} volumes, {jvms} orphaned Spark driver JVMs")
+          f"{removed.volumes} volumes, {jvms} orphaned Spark driver JVMs, "
+          f"{servers} orphaned Spark Connect servers")
     return 0
 
 
@@ -118,6 +121,8 @@ def _add_machine_commands(sub) -> None:
 
     from harness.cli.cluster import add_parser as add_cluster  # argparse only; the work is lazy
     add_cluster(sub)
+    from harness.cli.spark import add_parser as add_spark
+    add_spark(sub)
 
 
 def _add_run_commands(sub) -> None:
@@ -176,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        apply_spark_flags(args)
         return args.func(args)
     except HarnessError as e:
         print(f"harness: {e}", file=sys.stderr)

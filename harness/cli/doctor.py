@@ -69,7 +69,8 @@ def check_images() -> list[Check]:
 
 def check_python() -> list[Check]:
     checks = []
-    for mod, why in (("pyspark", "reconciler"), ("confluent_kafka", "workloads"),
+    for mod, why in (("pyspark", "reconciler"), ("grpc", "the reconciler's Spark Connect client"),
+                     ("confluent_kafka", "workloads"),
                      ("testcontainers", "clusters"), ("pyarrow", "history")):
         try:
             m = __import__(mod)

@@ -55,6 +55,9 @@ def arm(run: Run, detail: dict) -> None:
     # what `txn_coordinator_of: {producer: p0}` asks FindCoordinator about
     faults.context.transactional_ids = {p.spec.name: p.txn_id for p in run.load.producers
                                         if p.txn_id}
+    # the topic `share_coordinator_of: {group: g}` means when it names none
+    faults.context.share_group_topics = {g.group_id: list(g.topics)
+                                         for g in run.scenario.workload.share_groups}
     run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
     run.faults = faults
 

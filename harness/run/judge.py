@@ -29,6 +29,7 @@ from verifiers.expectations import ExpectationSet, load_expectations, parse_docu
 from verifiers.facts import model_facts
 from verifiers.judgement import Judgement
 from verifiers.verify import verify_run
+from workloads.share_log import reconcile_share_run
 
 
 @contextmanager
@@ -127,7 +128,10 @@ def _stored_expectations(stored: Stored) -> ExpectationSet | None:
 
 def verify_stored_run(run_dir: str, spark_master: str | None = None, expect=None, *,
                       spark=None):
-    """verifiers.verify.verify_run of a stored run, by its stored judgement."""
+    """verifiers.verify.verify_run of a stored run, by its stored judgement. Share-group
+    journals a dead harness left unconverted become their rows first."""
+    if os.path.isdir(run_dir):
+        reconcile_share_run(run_dir, os.path.basename(os.path.normpath(run_dir)))
     return verify_run(run_dir, stored_judgement(run_dir, expect), spark_master=spark_master,
                       spark=spark)
 

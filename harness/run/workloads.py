@@ -44,24 +44,38 @@ def _stop(started: dict, graceful: bool) -> None:
 
 
 def warm_up(run: Run, detail: dict) -> None:
-    """Until every partition written to has its first ack: faults before then would
-    hit a workload that has not started, and tell nothing."""
+    """Until every partition written to has its first ack, and every family's clients say
+    they are ready (a share group has received its first records): faults before then
+    would hit a workload that has not started, and tell nothing."""
     s = run.scenario
     want = set(s.written_partitions)
     tail = HistoryTail(run.ctx.run_dir, "produced", ["topic", "partition", "status"])
     acked: set = set()
     deadline = time.monotonic() + s.workload.warmup_timeout_s
-    while not want <= acked:
+    while not (want <= acked and _ready(run)):
         for batch in tail.poll():
             rows = batch.filter(pc.equal(batch["status"], "acked"))
             acked |= set(zip(rows["topic"].to_pylist(), rows["partition"].to_pylist(), strict=True))
         for clients in run.clients.values():
             clients.check()
         if time.monotonic() > deadline:
-            raise HarnessError(f"no ack on {sorted(want - acked)[:5]} after "
-                               f"{s.workload.warmup_timeout_s:g} s: the cluster takes no writes")
+            if not want <= acked:
+                raise HarnessError(f"no ack on {sorted(want - acked)[:5]} after "
+                                   f"{s.workload.warmup_timeout_s:g} s: the cluster takes no writes")
+            raise HarnessError(f"after {s.workload.warmup_timeout_s:g} s, not ready: "
+                               f"{'; '.join(_not_ready(run))}")
         time.sleep(0.25)
     detail["partitions"] = len(want)
+
+
+def _not_ready(run: Run) -> list[str]:
+    """What each family's clients still wait for (a client without `not_ready` is ready)."""
+    return [why for clients in run.clients.values()
+            for why in (getattr(clients, "not_ready", lambda: [])())]
+
+
+def _ready(run: Run) -> bool:
+    return not _not_ready(run)
 
 
 def stop(run: Run, detail: dict) -> None:
@@ -72,8 +86,16 @@ def stop(run: Run, detail: dict) -> None:
 
 
 def drain(run: Run, detail: dict) -> None:
+    """The final drain reads every partition; then each family with a drain of its own
+    (the share groups' final share drain) runs it."""
     result = drain_all(run.scenario.drain, run.ctx)
     detail.update(records=result.records, partitions=result.partitions,
                   complete=result.complete, seconds=result.seconds)
     if not result.complete:
         detail.update(incomplete=result.incomplete, _outcome=FAILED)
+    for name, clients in run.clients.items():
+        family_drain = getattr(clients, "drain", None)
+        if family_drain is not None:
+            detail[name] = family_drain()
+            if not all(g.get("complete") for g in detail[name].values()):
+                detail["_outcome"] = FAILED

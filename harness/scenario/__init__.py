@@ -34,7 +34,8 @@ from pydantic import BaseModel
 
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
-from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
+from families.records.section import JavaConsumerSpec, JavaProducerSpec
+from families.workload import Workload
 from faults.schedule import ScheduleSpec
 from harness.scenario import model as sm
 from harness.scenario.build import TOP_LEVEL, Builder, build

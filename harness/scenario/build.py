@@ -6,6 +6,7 @@ the drain's topics) and checks what spans sections. See harness/scenario/.
 """
 from __future__ import annotations
 
+import dataclasses
 import difflib
 import re
 from collections.abc import Callable
@@ -17,11 +18,15 @@ from clusters.migration import kraft_spec_of
 from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
-from families.records.section import JavaConsumerSpec, JavaProducerSpec, Workload
+from families.compacted.section import check_compacted, compacted, topic_configs
+from families.pipelines.section import check_client, check_pipelines, pipeline
+from families.records.section import JavaConsumerSpec, JavaProducerSpec
+from families.shares.section import check_on_cluster, share_group
+from families.workload import Workload
 from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.needs import Need
 from faults.schedule import ScheduleSpec
-from faults.selectors import selector_clients, selector_refs
+from faults.selectors import CLIENT_KINDS, selector_client_refs, selector_refs
 from harness.scenario import external as scenario_external
 from harness.scenario.model import (
     AppliesTo,
@@ -39,7 +44,7 @@ from workloads.spec import ConsumerGroupSpec, DrainSpec, ProducerSpec, idempoten
 TOP_LEVEL = ("name", "description", "seed", "cluster", "topics", "workload", "faults",
              "drain", "expect", "report", "applies_to")
 SECTION_PREFIXES = ("producer.transactions.", "producer.", "consumer.", "drain.", "cluster.",
-                    "nemesis.", "topic.")
+                    "nemesis.", "topic.", "share_group.")
 
 
 def relative_path(field: str) -> tuple[Any, ...]:
@@ -113,7 +118,15 @@ def build(b: Builder) -> Scenario:
     cluster = _cluster(b)
     topics = _topics(b, cluster)
     workload = _workload(b, topics, seed)
+    topics, workload = _compacted_topics(b, topics, workload)
+    if workload.compacted and cluster.external is not None:
+        b.fail(("workload", "compacted"), "compacted topics on an external cluster are not "
+               "supported: the drain reads the log cleaner's checkpoint in each broker's log "
+               "dir (docker exec)", "run them on a cluster the harness starts")
     _check_group_protocol(b, cluster, list(workload.consumers))
+    workload = _check_share_groups(b, cluster, workload)
+    _check_pipeline_clients(b, cluster, workload)
+    cluster = _share_feature(b, cluster, workload)
     faults = _faults(b, cluster, topics, workload)
     scenario_external.check_fit(b, cluster, workload, faults)
     drain = _drain(b, topics, workload)
@@ -227,6 +240,21 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     java_c = [b.at(("workload", "java_consumers", i), lambda raw=raw, i=i: JavaConsumerSpec(
         **{"name": f"jc{i}", "topic": topics[0].name, "group_id": f"jg{i}", **raw}))
         for i, raw in enumerate(_items(b, ("workload", "java_consumers")))]
+    shares = [b.at(("workload", "share_groups", i), lambda raw=raw, i=i: share_group(
+        i, _share_raw(b, ("workload", "share_groups", i), raw), topics[0].name))
+        for i, raw in enumerate(_items(b, ("workload", "share_groups")))]
+    for i, g in enumerate(shares):
+        for j, t in enumerate(g.topics):
+            _check_topic(b, ("workload", "share_groups", i, "topics", j), t, topics)
+    pipes = _pipelines(b, topics, producers)
+    compact = [b.at(("workload", "compacted", i), lambda raw=raw, i=i: compacted(
+        i, _mapping(b, ("workload", "compacted", i), raw, "- {topic: state, keys: 64, "
+                    "tombstone_rate: 0.1}"), topics[0].name))
+        for i, raw in enumerate(_items(b, ("workload", "compacted")))]
+    drain_topics = b.get(("drain", "topics"), None, list)
+    for i, field, problem, fix in check_compacted(compact, {t.name: t.partitions for t in topics},
+                                                  producers, drain_topics):
+        b.fail(("workload", "compacted", i, field), problem, fix)
     unknown = set(b.get(("workload",), {})) - set(Workload.model_fields)
     if unknown:
         b.fail(("workload", sorted(unknown)[0]), "unknown field",
@@ -244,7 +272,99 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
     return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
                     clients_version=clients_version,
                     producers=tuple(producers), consumers=tuple(consumers),
-                    java_producers=tuple(java_p), java_consumers=tuple(java_c))
+                    java_producers=tuple(java_p), java_consumers=tuple(java_c),
+                    share_groups=tuple(shares), pipelines=tuple(pipes),
+                    compacted=tuple(compact))
+
+
+def _mapping(b: Builder, path: tuple, raw: Any, example: str) -> dict:
+    if not isinstance(raw, dict):
+        b.fail(path, "must be a mapping", f"write {example}")
+    return raw
+
+
+def _compacted_topics(b: Builder, topics, workload: Workload) -> tuple[tuple, Workload]:
+    """Each compacted writer's topic with the cleaner's settings it lacks
+    (families/compacted/section.py says why they are set, not required), and the
+    writers with their topic's configs resolved."""
+    out, items = list(topics), []
+    for i, c in enumerate(workload.compacted):
+        j = next(k for k, t in enumerate(out) if t.name == c.topic)
+        configs, refusal = topic_configs(dict(out[j].configs), c)
+        if refusal is not None:
+            name, problem, fix = refusal
+            b.fail(("topics", j, "configs", name), f"{problem} (compacted writer "
+                   f"{c.name!r}, workload.compacted[{i}])", fix)
+        out[j] = out[j].model_copy(update={"configs": configs})
+        items.append(c.model_copy(update={"topic_configs": configs}))
+    return tuple(out), workload.model_copy(update={"compacted": tuple(items)})
+
+
+def _pipelines(b: Builder, topics, producers: list[ProducerSpec]) -> list:
+    """workload.pipelines (families/pipelines/section.py): each item's own rules, then
+    those across sections (its topics, the producer of its input)."""
+    pipes = []
+    for i, raw in enumerate(_items(b, ("workload", "pipelines"))):
+        path = ("workload", "pipelines", i)
+        if not isinstance(raw, dict):
+            b.fail(path, "must be a mapping",
+                   "write - {input_topic: in, output_topic: out, processing: exactly_once}")
+        raw = {**raw, "client_config": _props(raw.get("client_config") or {})}
+        pipes.append(b.at(path, lambda raw=raw, i=i: pipeline(i, raw)))
+    for i, field, problem, fix in check_pipelines(pipes, {t.name: t.partitions for t in topics},
+                                                  producers):
+        b.fail(("workload", "pipelines", i, field), problem, fix)
+    return pipes
+
+
+def _share_raw(b: Builder, path: tuple, raw: Any) -> dict:
+    if not isinstance(raw, dict):
+        b.fail(path, "must be a mapping", "write - {group_id: q0, topics: [t], members: 3}")
+    return {**raw, "configs": _props(raw.get("configs") or {}),
+            "client_config": _props(raw.get("client_config") or {})}
+
+
+def _share_feature(b: Builder, cluster: ClusterSpec, workload: Workload) -> ClusterSpec:
+    """Share groups on 4.1 (a preview: share.version 0 by default) get share.version=1 at
+    format; a scenario that switches them off is refused."""
+    if not workload.share_groups:
+        return cluster
+    if cluster.share_version == 0:
+        b.fail(("cluster", "share_version"), "share.version 0 switches share groups off, and the "
+               "workload has share groups", "remove cluster.share_version")
+    if cluster.external is not None:
+        b.fail(("workload", "share_groups"), "share groups on an external cluster are not "
+               "supported yet (the run would have to claim their group ids)",
+               "run them on a cluster the harness starts")
+    if not cluster.share_groups_enabled:
+        return dataclasses.replace(cluster, share_version=1)
+    return cluster
+
+
+def _check_share_groups(b: Builder, cluster: ClusterSpec, workload: Workload) -> Workload:
+    """Share groups against the cluster (families/shares/section.py) and the workload's
+    names and topics; the groups with their lock and delivery limit resolved."""
+    if not workload.share_groups:
+        return workload
+    groups = [b.at(("workload", "share_groups", i), lambda g=g: check_on_cluster(
+        g, cluster.version, cluster.mode != ZOOKEEPER, dict(cluster.config),
+        workload.clients_version)) for i, g in enumerate(workload.share_groups)]
+    ids = [g.group_id for g in groups]
+    _unique(b, ("workload", "share_groups"), ids, "group_id")
+    _unique(b, ("workload", "share_groups"), [g.name_prefix for g in groups], "name_prefix")
+    for i, g in enumerate(groups):
+        if g.group_id in {c.group_id for c in workload.consumers}:
+            b.fail(("workload", "share_groups", i, "group_id"),
+                   f"{g.group_id!r} is also a consumer group's id (Kafka refuses one id for two "
+                   "group types)", "give the share group another group_id")
+    return workload.model_copy(update={"share_groups": tuple(groups)})
+
+
+def _check_pipeline_clients(b: Builder, cluster: ClusterSpec, workload: Workload) -> None:
+    """A pipeline's processor against the clients' version (families/pipelines/section.py)."""
+    for i, p in enumerate(workload.pipelines):
+        b.at(("workload", "pipelines", i), lambda p=p: check_client(
+            p, workload.clients_version or cluster.kafka.version, cluster.kafka.version))
 
 
 def _clients_version(b: Builder) -> str | None:
@@ -369,15 +489,17 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
 
 
 def _check_clients(b: Builder, path: tuple, target: Any, workload: Workload) -> None:
-    """A coordinator selector names a transactional producer or a consumer group of the
-    workload (faults.selectors.selector_clients)."""
-    names = {"producer": [p.name for p in workload.producers if p.transactions is not None],
-             "group": [c.group_id for c in workload.consumers]}
-    what = {"producer": "transactional producer", "group": "consumer group"}
-    for key, name in selector_clients(target):
-        if name not in names[key]:
-            b.fail(path, f"{key} {name!r} is not a {what[key]} of the workload",
-                   f"use one of {', '.join(names[key]) or '(none: add one)'}")
+    """A coordinator selector names a transactional producer, a consumer group or a
+    share group of the workload (faults.selectors.selector_client_refs)."""
+    names = {"transactional producer": [p.name for p in workload.producers if p.transactions is not None],
+             "consumer group": [c.group_id for c in workload.consumers]
+             + [p.group for p in workload.pipelines],
+             "share group": [g.group_id for g in workload.share_groups]}
+    for selector, key, name in selector_client_refs(target):
+        what = CLIENT_KINDS[selector]
+        if name not in names[what]:
+            b.fail(path, f"{key} {name!r} is not a {what} of the workload",
+                   f"use one of {', '.join(names[what]) or '(none: add one)'}")
 
 
 def _migration(cluster: ClusterSpec, raws: list) -> tuple[float, ClusterSpec] | None:
@@ -401,12 +523,25 @@ def _cluster_met(cluster: ClusterSpec, migration, raw: Any) -> ClusterSpec:
 
 def _drain(b: Builder, topics, workload: Workload) -> DrainSpec:
     raw = dict(b.get(("drain",), {}))
-    raw.setdefault("topics", [t.name for t in topics])
+    # a compacted topic is read by its own family once the cleaner has passed
+    compacted_topics = {c.topic for c in workload.compacted}
+    raw.setdefault("topics", [t.name for t in topics if t.name not in compacted_topics])
     transactional = any(p.transactions is not None for p in workload.producers)
-    raw.setdefault("isolation", "read_committed" if transactional else "read_uncommitted")
+    raw.setdefault("isolation", "read_committed" if transactional or workload.pipelines
+                   else "read_uncommitted")
     spec = b.at(("drain",), lambda: DrainSpec(**raw))
     for j, t in enumerate(spec.topics):
         _check_topic(b, ("drain", "topics", j), t, topics)
+    for p in workload.pipelines:
+        for field in ("input_topic", "output_topic"):
+            if getattr(p, field) not in spec.topics:
+                b.fail(("drain", "topics"), f"leaves out pipeline {p.name}'s {field} "
+                       f"{getattr(p, field)!r}: its checker reads the drained logs",
+                       "add it, or leave drain.topics out (every topic)")
+        if p.processing == "exactly_once" and spec.isolation != "read_committed":
+            b.fail(("drain", "isolation"), f"read_uncommitted would count the outputs of "
+                   f"pipeline {p.name}'s aborted transactions", "remove it (read_committed is "
+                   "the default with pipelines)")
     return spec
 
 
@@ -415,7 +550,7 @@ def _expect(b: Builder) -> ExpectationSet:
     parsed on its own so an error names its line."""
     raw = b.data.get("expect")
     if raw is None:
-        return ExpectationSet(DEFAULTS, source="defaults")
+        return ExpectationSet(DEFAULTS, source="defaults", from_defaults=frozenset(DEFAULTS))
     doc = {"expectations": raw} if isinstance(raw, list) else raw
     base = ("expect",) if isinstance(raw, list) else ("expect", "expectations")
     if not isinstance(doc, dict) or not isinstance(doc.get("expectations", []), list):

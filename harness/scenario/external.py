@@ -54,3 +54,9 @@ def _external_fit(b: Any, workload: Any, faults: Any) -> None:
             b.fail(("workload", kind), "Kafka's Java clients run in a container on the harness's own "
                    "cluster network, not against an external cluster",
                    "use producers: and consumers: (librdkafka clients)")
+    for i, p in enumerate(workload.pipelines):
+        if p.client in ("java", "streams"):
+            what = {"java": "Java", "streams": "Kafka Streams"}[p.client]
+            b.fail(("workload", "pipelines", i, "client"), f"the {what} processor runs in a container "
+                   "on the harness's own cluster network, not against an external cluster",
+                   "use client: librdkafka")

@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, InstanceOf
 
 from clusters.spec import ClusterSpec
 from families import named_by
-from families.records.section import Workload
+from families.workload import Workload
 from faults.catalog import ResolvedFault
 from faults.schedule import ScheduleSpec
 from spark_reports.load_plan import DEFAULT_MIN_LOAD_FRACTION, LoadPlan
@@ -130,7 +130,8 @@ class Scenario(_Model):
     def written_partitions(self) -> tuple[tuple[str, int], ...]:
         """Every partition of a topic some producer writes to (the warm-up waits for each)."""
         w = self.workload
-        written = {p.topic for p in w.producers} | {j.topic for j in w.java_producers}
+        written = ({p.topic for p in w.producers} | {j.topic for j in w.java_producers}
+                   | {c.topic for c in w.compacted})
         return tuple((t.name, i) for t in self.topics if t.name in written
                      for i in range(t.partitions))
 

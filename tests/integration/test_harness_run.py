@@ -77,7 +77,8 @@ def test_default_scenario_passes_end_to_end(tmp_path):
     assert again.returncode == 0 and page.stat().st_size > 10_000, again.stderr
 
 
-@pytest.mark.parametrize("line", ["4.1", "3.8"])
+# 4.1 runs under load in test_upgrade_check (its cluster starts on 4.1)
+@pytest.mark.parametrize("line", ["3.8"])
 def test_quick_passes_on_other_release_lines(tmp_path, line):
     """`harness run quick` on a 4.x line other than 4.3 and a 3.x line other than 3.9:
     the line resolves to its newest patch, its image is built on first use, the run passes."""

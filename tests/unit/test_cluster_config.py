@@ -42,3 +42,35 @@ def test_toxiproxy_routes_advertised_listeners():
     plans = plan_nodes(ClusterSpec.kraft_combined("3.9").with_toxiproxy("client+replication"))
     p = props(plans[1].config)
     assert p["advertised.listeners"] == "CLIENT://@TOXIPROXY_IP@:19002,INTERNAL://toxiproxy:29002"
+
+
+SHARE_KEYS = ("share.coordinator.state.topic.replication.factor",
+              "share.coordinator.state.topic.min.isr", "share.coordinator.state.topic.num.partitions")
+
+
+def test_share_state_topic_defaults_on_lines_with_share_groups_only():
+    for version in ("3.9", "4.0"):
+        broker = props(plan_nodes(ClusterSpec.kraft_combined(version))[0].config)
+        assert not any(k.startswith("share.") for k in broker), version
+    three = props(plan_nodes(ClusterSpec.kraft_combined("4.1"))[0].config)
+    assert [three[k] for k in SHARE_KEYS] == ["3", "2", "10"]
+    one = props(plan_nodes(ClusterSpec.kraft_combined("4.3", nodes=1))[0].config)
+    assert [one[k] for k in SHARE_KEYS] == ["1", "1", "10"]
+    # isolated: brokers get them, controllers (which never host the topic) do not
+    plans = plan_nodes(ClusterSpec.kraft_isolated("4.2", brokers=2, controllers=1))
+    assert not any(k.startswith("share.") for k in props(plans[0].config))
+    assert [props(plans[1].config)[k] for k in SHARE_KEYS] == ["2", "2", "10"]
+    # a user's value wins
+    mine = ClusterSpec.kraft_combined("4.3").with_config(
+        {"share.coordinator.state.topic.num.partitions": 50})
+    assert props(plan_nodes(mine)[0].config)["share.coordinator.state.topic.num.partitions"] == "50"
+
+
+def test_share_version_formats_the_cluster_only_where_set():
+    from clusters.config import format_args
+    assert format_args(ClusterSpec.from_dict({"version": "4.1.2", "share_version": 1})) \
+        == "--feature share.version=1"
+    assert format_args(ClusterSpec.from_dict({"version": "4.3.1", "share_version": 0})) \
+        == "--feature share.version=0"
+    for version in ("4.1.2", "4.2.2", "4.3.1"):
+        assert "share.version" not in format_args(ClusterSpec.from_dict({"version": version}))

@@ -146,3 +146,34 @@ def test_the_entrypoint_adds_each_logger_to_both_log4j_files(tmp_path):
     loggers = yaml.safe_load((tmp_path / "log4j2.yaml").read_text())["Configuration"]["Loggers"]["Logger"]
     assert {"name": "kafka.coordinator.transaction", "level": "DEBUG"} in loggers
     assert {"name": "kafka.log", "level": "TRACE"} in loggers and len(loggers) == 4
+
+
+def test_share_version_is_for_lines_with_share_groups():
+    assert [ClusterSpec.from_dict({"version": v}).share_groups_enabled
+            for v in ("3.9.2", "4.0.2", "4.1.2", "4.2.2", "4.3.1")] == [None, None, False, True, True]
+    assert ClusterSpec.from_dict({"version": "4.1.2", "share_version": 1}).share_groups_enabled is True
+    assert ClusterSpec.from_dict({"version": "4.3.1", "share_version": 0}).share_groups_enabled is False
+    for version in ("3.9.2", "4.0.2"):
+        with pytest.raises(SpecError, match="has no share groups") as e:
+            ClusterSpec.from_dict({"version": version, "share_version": 1})
+        assert e.value.field == "cluster.share_version" and "4.1 or later" in str(e.value)
+    for bad in (2, True, "1"):
+        with pytest.raises(SpecError) as e:
+            ClusterSpec.from_dict({"version": "4.3.1", "share_version": bad})
+        assert e.value.field == "cluster.share_version"
+    # recorded in the manifest only when set
+    assert "share_version" not in ClusterSpec.from_dict({"version": "4.3.1"}).to_dict()
+    assert ClusterSpec.from_dict({"version": "4.1.2", "share_version": 1}).to_dict()["share_version"] == 1
+
+
+def test_the_protocol_proxy_needs_toxiproxy_and_a_plaintext_cluster():
+    from clusters.spec import ClusterSpec as Spec
+    with pytest.raises(SpecError) as e:
+        Spec.from_dict({"protocol_proxy": True})
+    assert e.value.field == "protocol_proxy" and "toxiproxy" in str(e.value)
+    with pytest.raises(SpecError) as e:
+        Spec.from_dict({"protocol_proxy": "yes", "toxiproxy": "client"})
+    assert e.value.field == "cluster.protocol_proxy"
+    spec = Spec.from_dict({"protocol_proxy": True, "toxiproxy": "client"})
+    assert spec.protocol_proxy and spec.to_dict()["protocol_proxy"] is True
+    assert "protocol_proxy" not in Spec().to_dict()

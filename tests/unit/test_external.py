@@ -180,12 +180,30 @@ def test_watch_still_refuses_a_broken_scenario(tmp_path, capsys):
     ("kafka-2: {id: 2,", "kafka-2: {id: 1,", "cluster.external.nodes.kafka-2.id"),
     ("  consumers:", "  java_producers: [{topic: t}]\n  consumers:", "workload.java_producers"),
     ("    nodes:", "    mode: kraft-combined\n    nodes:", "cluster.external.mode"),
+    ("topics: [{name: t,", "topics: [{name: s}, {name: t,",
+     "workload.compacted"),
 ])
 def test_bad_external_input_names_its_field(tmp_path, capsys, old, new, field):
     assert old in EXTERNAL
-    code = main(["run", write(tmp_path, EXTERNAL.replace(old, new)), "--dry-run"])
+    text = EXTERNAL.replace(old, new)
+    if field == "workload.compacted":       # its cleaner wait needs docker exec
+        text = text.replace("  consumers:", "  compacted: [{topic: s}]\n  consumers:")
+    code = main(["run", write(tmp_path, text), "--dry-run"])
     err = capsys.readouterr().err
     assert code == 2 and field in err and "ext.yaml:" in err, err
+
+
+@pytest.mark.parametrize("client,what", [("java", "Java"), ("streams", "Kafka Streams")])
+def test_a_java_or_streams_pipeline_is_refused_on_an_external_cluster(tmp_path, capsys, client, what):
+    text = EXTERNAL.replace(
+        "topics: [{name: t,", "topics: [{name: u, partitions: 3, replication_factor: 3}, {name: t,"
+    ).replace("  consumers: [{group_id: g0, topics: [t]}]",
+              f"  pipelines: [{{input_topic: t, output_topic: u, state: none, client: {client}}}]")
+    code = main(["run", write(tmp_path, text), "--dry-run"])
+    err = capsys.readouterr().err
+    assert code == 2 and "workload.pipelines[0].client" in err and "ext.yaml:" in err, err
+    assert f"the {what} processor runs in a container" in err and "client: librdkafka" in err, err
+    assert main(["run", write(tmp_path, text.replace(f", client: {client}", "")), "--dry-run"]) == 0
 
 
 def test_a_program_that_is_not_here_is_refused_before_anything_starts(tmp_path):

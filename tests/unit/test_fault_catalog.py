@@ -20,6 +20,7 @@ from faults.catalog import (
 )
 from faults.needs import (
     NEEDS,
+    PROTOCOL_PROXY,
     REPLACEABLE,
     TOXIPROXY,
     TOXIPROXY_REPLICATION,
@@ -41,6 +42,7 @@ VALID = {
     "disk-full": (LEADER, {"log_dir": "/data"}, "disk-full"),
     "log-dir-unwritable": (LEADER, {"stop_timeout_s": 10}, "log-dir-unwritable"),
     "toxic": (None, {"type": "latency", "latency_ms": 200}, "toxic-latency"),
+    "protocol": (None, {"api": "Produce", "action": "drop_response"}, "protocol"),
     "controller-failover": (None, {"method": "pause"}, "controller-pause"),
     "zk-session-expiry": ({"followers_of": {"topic": "t"}}, {"method": "partition"},
                           "zk-session-expiry"),
@@ -118,6 +120,19 @@ ERRORS = [
     ("toxic", None, {"type": "timeout", "streams": []}, "f.params.streams", "at least 1"),
     ("toxic", None, {"type": "slicer", "toxicity": 1.5}, "f.params.toxicity", "1.5"),
     ("toxic", None, {"type": "latency", "latency_ms": -1}, "f.params.latency_ms", "-1"),
+    ("protocol", None, {"api": "Prodce", "action": "delay"}, "f.params.api",
+     "did you mean 'Produce'?"),
+    ("protocol", None, {"api": ["Produce", "ListOffsets"], "action": "error"}, "f.params.api",
+     "cannot answer ListOffsets with an error"),
+    ("protocol", None, {"api": "Produce", "action": "delay", "probability": 1.5},
+     "f.params.probability", "1.5"),
+    ("protocol", None, {"api": "Produce", "action": "delay", "probability": -0.1},
+     "f.params.probability", "-0.1"),
+    ("protocol", None, {"api": "Produce", "action": "error", "error": "NOT_LEADER"},
+     "f.params.error", "did you mean 'NOT_LEADER_OR_FOLLOWER'?"),
+    ("protocol", None, {"api": "Produce", "action": "drop"}, "f.params.action",
+     "'drop_response'"),
+    ("protocol", None, {"api": [], "action": "delay"}, "f.params.api", "at least 1"),
     ("controller-failover", None, {"method": "explode"}, "f.params.method", "'isolate'"),
     ("zk-session-expiry", None, {"method": "kill"}, "f.params.method", "'partition'"),
     ("zk-session-expiry", None, {"session_timeout_ms": 0}, "f.params.session_timeout_ms",
@@ -156,6 +171,7 @@ def test_needs_follow_the_params():
     assert fault_needs("zk-session-expiry") == {ZOOKEEPER_MODE}
     assert fault_needs("rolling-upgrade", {"to_version": "4"}) == {REPLACEABLE}
     assert fault_needs("kill") == frozenset()
+    assert fault_needs("protocol", {"api": "EndTxn", "action": "error"}) == {PROTOCOL_PROXY}
 
 
 # -- faults built from data do what they say, on any partition ---------------------------

@@ -137,6 +137,7 @@ COLOURS = {
     "kill": "#fdb863", "terminate": "#fdb863", "bounce-clean": "#f4a582", "bounce-hard": "#f4a582",
     "pause": "#b2abd2", "partition": "#92c5de", "disk-full": "#a6dba0", "log-dir-unwritable": "#a6dba0",
     **{f"toxic-{t}": "#c7eae5" for t in TOXIC_ATTRIBUTES},
+    "protocol": "#fddbc7",
     **{f"controller-{m}": "#c2a5cf" for m in (*FAILOVER_METHODS, "add", "remove")},
     "zk-session-expiry": "#dfc27d", "zk-migration": "#dfc27d",
     "rolling-restart": "#e6f5d0", "rolling-restart-hard": "#e6f5d0", "rolling-upgrade": "#e6f5d0",

@@ -8,7 +8,7 @@ import time
 from types import SimpleNamespace
 
 from families.records.clients import Workloads
-from families.records.section import Workload
+from families.workload import Workload
 
 
 def test_a_java_only_load_runs_its_duration_before_it_is_told_to_stop(tmp_path):

@@ -228,3 +228,27 @@ def test_each_checked_family_has_its_own_section_in_its_words():
     assert "No producer of this run was transactional" in page[txn:]
     # a family none of whose kinds was checked gets no section
     assert "<h3>Transactions</h3>" not in render_report({**s, "anomalies": {"lost": 0}}, None, None, {})
+
+
+def test_a_compacted_topics_keys_are_said_one_by_one():
+    """compaction_stale and compaction_resurrected are judged per key: the report says
+    each of the first rows, the key, its last acknowledged write and what the log holds."""
+    v = judge({"anomalies": {"compaction_stale": 2, "compaction_resurrected": 1}, "counts": {},
+               "metrics": {}}, load_expectations("- compaction_stale == 0\n", "e"), {}, {})
+    summary = _summary(v)
+    summary["anomalies"].update(compaction_stale=2, compaction_resurrected=1)
+    row = {"topic": "state", "partition": 1, "key": "k17", "offset": 5012, "version": 42,
+           "tombstone": False, "ack_ts_us": T0 + 2_500_000, "fault_id": "f1", "faults_at_ack": ["f1"],
+           "held_offset": 4999, "held_version": 41, "held_tombstone": False}
+    gone = {**row, "key": "k18", "held_offset": None, "fault_id": "none", "faults_at_ack": []}
+    back = {**row, "key": "k3", "tombstone": True, "age_ms": 95_000.0, "delete_retention_ms": 1000,
+            "cleaned_to": 6000, "older_offset": 4001, "older_version": 40}
+    samples = {"anomalies": {"compaction_stale": [row, gone], "compaction_resurrected": [back]}}
+    page = render_report(summary, None, None, samples)
+    assert ("key k17 on state-1: last acknowledged v42 at +2.5 s (offset 5012, while pause was "
+            "active); the compacted log still holds v41 at offset 4999.") in page
+    assert ("key k18 on state-1: last acknowledged v42 at +2.5 s (offset 5012); the compacted "
+            "log holds nothing of it.") in page
+    assert ("key k3 on state-1: last acknowledged a tombstone (v42) at +2.5 s (offset 5012, while "
+            "pause was active), 95.0 s before the drain read it (delete.retention.ms 1000), below "
+            "the cleaner&#x27;s checkpoint 6000; the compacted log still holds v40 at offset 4001.") in page

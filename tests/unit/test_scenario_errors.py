@@ -31,6 +31,15 @@ workload:
 FAULT = "faults:\n  timeline:\n    - {at: 5, fault: kill, target: random_broker, hold: 5}\n"
 
 # (name, document, the line the message must name, words the message must contain)
+SHARE = BASE.replace('"3.9"', '"4.3"') + "  share_groups:\n    - {group_id: q0, ack_mode: explicit}\n"
+# a pipeline from t (keyed) to out; its item is line 18
+PIPE = (BASE.replace("    - {name: p0, topic: t}", "    - {name: p0, topic: t, keys: fixed}")
+        .replace("workload:", "  - {name: out, partitions: 3, replication_factor: 3}\nworkload:")
+        + "  pipelines:\n    - {input_topic: t, output_topic: out}\n")
+# a compacted writer on st; the topic is line 10, the item line 18
+COMPACT = (BASE.replace("workload:", "  - {name: st, partitions: 3, replication_factor: 3}\nworkload:")
+           + "  compacted:\n    - {topic: st, keys: 50}\n")
+
 CASES = [
     ("yaml syntax", "cluster: {mode: kraft-combined\n", 2, ["not valid YAML"]),
     ("not a mapping", "- a\n- b\n", 1, ["must be a mapping"]),
@@ -116,6 +125,84 @@ CASES = [
     ("bad expectation", BASE + "expect:\n  - lost === 0\n", 17, ["expect", "cannot parse"]),
     ("unknown expectation metric", BASE + "expect:\n  - lots == 0\n", 17, ["expect", "unknown metric"]),
     ("drain unknown field", BASE + "drain: {timeout: 5}\n", 16, ["drain.timeout"]),
+    ("share groups on 3.9", SHARE.replace('"4.3"', '"3.9"'), 17,
+     ["workload.share_groups[0]", "need Kafka 4.1 or later", "cluster.version"]),
+    ("share rate above 1", SHARE.replace("ack_mode: explicit", "ack_mode: explicit, release_rate: 1.5"),
+     17, ["share_groups[0].release_rate", "1.5 is above 1"]),
+    ("share rate in implicit mode", SHARE.replace("ack_mode: explicit", "reject_rate: 0.1"), 17,
+     ["share_groups[0].reject_rate", "ack_mode: explicit"]),
+    ("share unknown group config", SHARE.replace(
+        "ack_mode: explicit", "ack_mode: explicit, configs: {share.lock.ms: 15000}"), 17,
+     ["configs.share.lock.ms", "unknown share group config", "share.record.lock.duration.ms"]),
+    ("share count limit before 4.3", SHARE.replace('"4.3"', '"4.2"').replace(
+        "ack_mode: explicit", "configs: {share.delivery.count.limit: 3}"), 17,
+     ["share.delivery.count.limit", "from Kafka 4.3", "group.share.delivery.count.limit"]),
+    ("share id of a consumer group", SHARE.replace("group_id: q0", "group_id: g0"), 17,
+     ["group_id", "also a consumer group's id"]),
+    ("compacted tombstone rate above 1", COMPACT.replace("keys: 50", "keys: 50, tombstone_rate: 1.5"),
+     18, ["workload.compacted[0].tombstone_rate", "above 1", "fraction from 0 to 1"]),
+    ("compacted topic not compacted", COMPACT.replace(
+        "replication_factor: 3}", "replication_factor: 3, configs: {cleanup.policy: delete}}"),
+     10, ["topics[1].configs.cleanup.policy", "not compacted", "workload.compacted[0]"]),
+    ("compacted lag above the cleaner wait", COMPACT.replace(
+        "replication_factor: 3}", "replication_factor: 3, configs: {min.compaction.lag.ms: 600000}}"),
+     10, ["topics[1].configs.min.compaction.lag.ms", "cleaner wait", "clean_timeout_s"]),
+    ("compacted unknown topic", COMPACT.replace("topic: st,", "topic: sx,"), 18,
+     ["workload.compacted[0].topic", "not among the scenario's topics"]),
+    ("compacted topic a producer writes", COMPACT.replace("topic: st,", "topic: t,"), 18,
+     ["workload.compacted[0].topic", "judged by neither family"]),
+    ("compacted topic in drain.topics", COMPACT + "drain: {topics: [t, st]}\n", 18,
+     ["workload.compacted[0].topic", "drain.topics", "cleaner has passed"]),
+    ("pipeline streams protocol below 4.2", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: streams, streams_protocol: streams}"),
+     18, ["pipelines[0].streams_protocol", "KIP-1071", "3.9", "streams_protocol: classic"]),
+    ("pipeline streams protocol on 4.3 clients, 3.9 brokers", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: streams, streams_protocol: streams}")
+     .replace("  duration_s: 30\n", "  duration_s: 30\n  clients_version: '4.3'\n"),
+     19, ["pipelines[0].streams_protocol", "brokers 4.2+", "cluster.version"]),
+    ("pipeline streams protocol for java", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: java, streams_protocol: streams}"),
+     18, ["pipelines[0].streams_protocol", "Kafka Streams setting", "client: streams"]),
+    ("pipeline streams guarantee in client_config", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: streams, "
+        "client_config: {processing.guarantee: at_least_once}}"),
+     18, ["pipelines[0].client_config.processing.guarantee", "Streams processor", "processing:"]),
+    ("pipeline streams drained uncommitted", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: streams}")
+     + "drain: {isolation: read_uncommitted}\n", 19, ["drain.isolation", "aborted transactions"]),
+    ("pipeline unknown client", PIPE.replace("output_topic: out}", "output_topic: out, client: jvm}"),
+     18, ["pipelines[0].client", "'librdkafka', 'java' or 'streams'"]),
+    ("pipeline java serializer", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: java, "
+        "client_config: {value.serializer: org.apache.kafka.common.serialization.StringSerializer}}"),
+     18, ["pipelines[0].client_config.value.serializer", "set by the Java processor"]),
+    ("pipeline java batch size", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: java, client_config: {max.poll.records: 5}}"),
+     18, ["pipelines[0].client_config.max.poll.records", "records_per_txn"]),
+    ("pipeline java reads uncommitted", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client: java, "
+        "client_config: {isolation.level: read_uncommitted}}"),
+     18, ["pipelines[0].client_config.isolation.level", "set by the processor"]),
+    ("pipeline output is its input", PIPE.replace("output_topic: out", "output_topic: t"), 18,
+     ["pipelines[0].output_topic", "is the input topic"]),
+    ("pipeline unknown output topic", PIPE.replace("output_topic: out", "output_topic: outs"), 18,
+     ["pipelines[0].output_topic", "'outs' is not among the scenario's topics"]),
+    ("pipeline input without producer", PIPE.replace("input_topic: t", "input_topic: out")
+     .replace("output_topic: out", "output_topic: t"), 18,
+     ["pipelines[0].input_topic", "no producer writes 'out'"]),
+    ("pipeline count of unkeyed inputs", PIPE.replace("topic: t, keys: fixed}", "topic: t}"), 18,
+     ["pipelines[0].state", "needs keyed inputs", "keys: fixed"]),
+    ("pipeline not co-partitioned", PIPE.replace("{name: out, partitions: 3",
+                                                 "{name: out, partitions: 2"), 18,
+     ["pipelines[0].output_topic", "2 partitions", "same number of partitions"]),
+    ("pipeline reads uncommitted", PIPE.replace(
+        "output_topic: out}", "output_topic: out, client_config: {isolation.level: read_uncommitted}}"),
+     18, ["client_config.isolation.level", "set by the processor"]),
+    ("pipeline unknown processing", PIPE.replace("output_topic: out}",
+                                                 "output_topic: out, processing: exactly-once}"),
+     18, ["pipelines[0].processing", "exactly_once"]),
+    ("pipeline drained uncommitted", PIPE + "drain: {isolation: read_uncommitted}\n", 19,
+     ["drain.isolation", "aborted transactions"]),
 ]
 
 
@@ -161,6 +248,37 @@ def test_malformed_scenario_exits_2_naming_file_line_and_field(tmp_path, capsys,
 
 def test_the_base_document_is_valid(tmp_path):
     assert main(["run", str(_write(tmp_path, BASE)), "--dry-run"]) == 0
+
+
+def test_the_compacted_document_is_valid(tmp_path, capsys):
+    assert main(["run", str(_write(tmp_path, COMPACT)), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    # the cleaner's settings were set on the topic, and the final drain leaves it out
+    assert "min.cleanable.dirty.ratio" in out and "cleanup.policy: compact" in out, out
+
+
+def test_the_pipeline_document_is_valid(tmp_path):
+    assert main(["run", str(_write(tmp_path, PIPE)), "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize("extra", ["", "  clients_version: '3.6'\n"])
+def test_a_java_pipeline_document_is_valid(tmp_path, capsys, extra):
+    text = PIPE.replace("output_topic: out}", "output_topic: out, client: java, "
+                        "processing: at_least_once}").replace("  duration_s: 30\n",
+                                                              "  duration_s: 30\n" + extra)
+    assert main(["run", str(_write(tmp_path, text)), "--dry-run"]) == 0, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("extra,protocol", [("", "classic"), ("", "streams"),
+                                            ("  clients_version: '3.6'\n", "classic")])
+def test_a_streams_pipeline_document_is_valid(tmp_path, capsys, extra, protocol):
+    text = PIPE.replace("output_topic: out}", f"output_topic: out, client: streams, "
+                        f"streams_protocol: {protocol}}}").replace("  duration_s: 30\n",
+                                                                  "  duration_s: 30\n" + extra)
+    if protocol == "streams":
+        text = text.replace('"3.9"', '"4.2"')
+    assert main(["run", str(_write(tmp_path, text)), "--dry-run"]) == 0, capsys.readouterr().err
+    assert f"streams_protocol: {protocol}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("how", ["file", "set"])

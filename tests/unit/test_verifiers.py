@@ -196,3 +196,19 @@ def test_verify_judges_a_stored_run_at_its_own_unavailability_threshold(tmp_path
     j = stored_judgement(str(tmp_path))
     assert j.threshold_s == 1.0 and j.facts["durable"] is None
     assert j.fact_sources["durable"].startswith("unknown: scenario.yaml is not a valid scenario")
+
+
+def test_defaults_of_families_a_run_does_not_have_are_left_out():
+    """A run with no share group, pipeline or compacted topic is not told that their
+    kinds were 'not judged'; what a scenario writes stays, whichever family it names."""
+    s = load_expectations("expectations:\n  - share_lost == 0\ninclude_defaults: true\n", "x.yaml")
+    records_only = s.for_families(("records", "transactions"))
+    kept = {e.metric for e in records_only.expectations}
+    assert {"lost", "aborted_read", "workload_deaths"} <= kept
+    assert "share_lost" in kept                                    # written by the scenario
+    assert not kept & {"share_double_accept", "pipeline_lost", "compaction_stale"}
+    assert {e.metric for e in s.for_families(("records", "shares")).expectations} >= {
+        "share_lost", "share_double_accept"}
+    everything = load_expectations(None, "none")
+    assert everything.for_families(("records",)).expectations != everything.expectations
+    assert "pipeline_lost" not in {e.metric for e in everything.for_families(("records",)).expectations}

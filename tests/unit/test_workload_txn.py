@@ -116,6 +116,9 @@ class _Recorder:
     def row_constants(self):
         return {"producer": "p0", "topic": "t"}
 
+    def seed_leaders(self, producer):
+        pass
+
 
 def _report(seq, offset, error=None):
     return {"seq": seq, "partition": 0, "offset": offset, "error": error, "acked_by": 1,

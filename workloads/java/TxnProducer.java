@@ -32,7 +32,7 @@ import org.apache.kafka.common.errors.TimeoutException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
-public class TxnProducer {
+public class TxnProducer extends Lines {
     static final String HEADER = "harness.txn_seq";
     static final int EXIT_FATAL_STOP = 3, EXIT_FATAL_RESTART = 75;
 
@@ -75,22 +75,9 @@ public class TxnProducer {
     }
 
     // -- output -------------------------------------------------------------------------
-    static long nowUs() {
-        return System.currentTimeMillis() * 1000L;
-    }
-
-    static String q(String s) {
-        if (s == null) return "null";
-        StringBuilder b = new StringBuilder("\"");
-        for (char c : s.toCharArray()) {
-            if (c == '"' || c == '\\') b.append('\\').append(c);
-            else if (c < 0x20) b.append(String.format("\\u%04x", (int) c));
-            else b.append(c);
-        }
-        return b.append('"').toString();
-    }
-
-    static synchronized void emit(String ev, Object... kv) {
+    /** {"ev":ev,"ts":now, then key, value pairs: numbers and booleans as they are,
+     *  anything else quoted (Lines.emit takes values already JSON). */
+    static synchronized void emitValues(String ev, Object... kv) {
         StringBuilder b = new StringBuilder("{\"ev\":").append(q(ev)).append(",\"ts\":").append(nowUs());
         for (int i = 0; i < kv.length; i += 2) {
             Object v = kv[i + 1];
@@ -99,29 +86,6 @@ public class TxnProducer {
         }
         System.out.println(b.append('}'));
         System.out.flush();
-    }
-
-    /** A timing mark on stderr, among the client's log lines: how long after the JVM's
-     *  start each step of the start-up came (main, producer made, initTransactions
-     *  done, first transactions), so a slow start can be told apart. */
-    static void mark(String what) {
-        long jvm = java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime();
-        System.err.println("[" + java.time.Instant.now() + "] harness: " + what + " (+"
-                + (System.currentTimeMillis() - jvm) + " ms since the JVM started)");
-    }
-
-    static String errName(Throwable e) {
-        return e == null ? null : e.getClass().getSimpleName();
-    }
-
-    /** The exception and its causes, as the client logs them. */
-    static String reason(Throwable e) {
-        StringBuilder b = new StringBuilder();
-        for (Throwable t = e; t != null && b.length() < 600; t = t.getCause()) {
-            if (b.length() > 0) b.append(" <- ");
-            b.append(t.getClass().getSimpleName()).append(": ").append(t.getMessage());
-        }
-        return b.toString();
     }
 
     // -- the producer -------------------------------------------------------------------
@@ -177,7 +141,7 @@ public class TxnProducer {
                 sent = seq + i + 1;
             }
         } catch (KafkaException e) {
-            for (long s = sent; s < seq + n; s++) emit("ack", "seq", s, "p", null, "o", null, "err", errName(e));
+            for (long s = sent; s < seq + n; s++) emitValues("ack", "seq", s, "p", null, "o", null, "err", errName(e));
             seq += n;
             return e;
         }
@@ -190,7 +154,7 @@ public class TxnProducer {
         r.headers().add(HEADER, txnSeq);
         producer.send(r, (md, e) -> {
             if (e instanceof TimeoutException) timedOut = true;
-            emit("ack", "seq", s, "p", md != null && md.partition() >= 0 ? md.partition() : null,
+            emitValues("ack", "seq", s, "p", md != null && md.partition() >= 0 ? md.partition() : null,
                     "o", e == null && md != null && md.hasOffset() ? md.offset() : null, "err", errName(e));
         });
     }
@@ -211,7 +175,7 @@ public class TxnProducer {
                 return null;
             } catch (TimeoutException e) {
                 if (reinit || done()) return e;
-                if (!retried) emit("retry", "txn", txn, "call", what, "error", errName(e), "reason", e.getMessage());
+                if (!retried) emitValues("retry", "txn", txn, "call", what, "error", errName(e), "reason", e.getMessage());
                 retried = true;
             } catch (KafkaException e) {
                 return e;
@@ -241,7 +205,7 @@ public class TxnProducer {
     }
 
     int ended(String outcome, String error, String call, boolean indefinite) {
-        emit("end", "txn", txn, "outcome", outcome, "error", error, "call", call, "indefinite", indefinite);
+        emitValues("end", "txn", txn, "outcome", outcome, "error", error, "call", call, "indefinite", indefinite);
         txn++;
         return -1;
     }
@@ -252,7 +216,7 @@ public class TxnProducer {
         ended("unknown", errName(first != null ? first : e), call, !isFatal);
         if (isFatal) {
             String policy = opt.getOrDefault("on-fatal", "stop");
-            emit("fatal", "txn", txn - 1, "call", call, "error", errName(e), "reason",
+            emitValues("fatal", "txn", txn - 1, "call", call, "error", errName(e), "reason",
                     (first != null ? reason(first) + " | then " : "") + reason(e), "policy", policy);
             return policy.equals("restart") ? EXIT_FATAL_RESTART : EXIT_FATAL_STOP;
         }
@@ -261,7 +225,7 @@ public class TxnProducer {
     }
 
     void reinit(String why) {
-        emit("reinit", "txn", txn - 1, "reason", why);
+        emitValues("reinit", "txn", txn - 1, "reason", why);
         producer.close(java.time.Duration.ofSeconds(1));
         makeProducer();
     }
@@ -273,7 +237,7 @@ public class TxnProducer {
             for (PartitionInfo pi : producer.partitionsFor(topic)) partitions.add(pi.partition());
             Collections.sort(partitions);
         }
-        emit("start", "name", name);
+        emitValues("start", "name", name);
         mark("partitions known");
         // The clock starts now, as librdkafka's producer's does: the JVM's start and
         // initTransactions (the coordinator's topic made on first use) do not eat the
@@ -290,7 +254,7 @@ public class TxnProducer {
                 code = undecided("beginTransaction", e, true, null);
                 break;
             }
-            emit("begin", "txn", txn, "first", seq, "n", n);
+            emitValues("begin", "txn", txn, "first", seq, "n", n);
             sent = seq;
             KafkaException refused = send(n);
             if (refused != null && fatal(refused)) {
@@ -303,7 +267,7 @@ public class TxnProducer {
                 mark("txn " + (txn - 1) + ": sent in " + (t1 - t0) / 1000000 + " ms, flushed in " + flushMs
                         + " ms, ended in " + (System.nanoTime() - t1) / 1000000 + " ms");
         }
-        emit("done", "sent", seq);
+        emitValues("done", "sent", seq);
         producer.close(java.time.Duration.ofSeconds(5));
         return Math.max(code, 0);
     }
@@ -316,12 +280,12 @@ public class TxnProducer {
         try {
             p.producer.initTransactions();
         } catch (KafkaException e) {
-            emit("retry", "txn", 0, "call", "initTransactions", "error", errName(e), "reason", reason(e));
+            emitValues("retry", "txn", 0, "call", "initTransactions", "error", errName(e), "reason", reason(e));
         }
         try {
             p.sendOne(0, 0, "0".getBytes(StandardCharsets.UTF_8));
         } catch (KafkaException | IllegalStateException e) {
-            emit("ack", "seq", 0, "p", null, "o", null, "err", errName(e));
+            emitValues("ack", "seq", 0, "p", null, "o", null, "err", errName(e));
         }
         p.producer.close(java.time.Duration.ZERO);
         System.exit(0);

@@ -43,9 +43,9 @@ def run(wl_cluster, tmp_path):
 
 @pytest.fixture(scope="session")
 def spark():
-    """One local Spark session for the tests that run the real reconciler."""
-    from spark_reports.session import spark_session
-    session, owned = spark_session("local[2]", driver_memory="1g", shuffle_partitions=4)
-    yield session
-    if owned:
-        session.stop()
+    """One Spark session for the tests that run the real reconciler: on the warm local
+    Spark Connect server (spark_reports/session.py; --spark-mode's default)."""
+    from spark_reports.session import session_scope
+    with session_scope(None, about="workload integration tests") as session:
+        session.conf.set("spark.sql.shuffle.partitions", "4")
+        yield session

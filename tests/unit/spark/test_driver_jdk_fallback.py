@@ -32,7 +32,9 @@ def test_a_jdk_17_driver_verifies_like_a_jdk_25_one(tmp_path):
                          inject={k: 1 for k in INJECTABLE}, seed=9)
     truth = generate(tmp_path / "run", spec)
     summaries = {}
-    for name, env in (("17", {"HARNESS_SPARK_JAVA_HOME": jdk17}), ("25", {})):
+    # the driver JVM each verify starts itself: in-process sessions, not the shared server
+    for name, env in (("17", {"HARNESS_SPARK_JAVA_HOME": jdk17, "HARNESS_SPARK_MODE": "local"}),
+                      ("25", {"HARNESS_SPARK_MODE": "local"})):
         run = tmp_path / "run"
         proc = subprocess.run(
             [sys.executable, "-m", "harness.cli", "verify", str(run)], cwd=ROOT,

@@ -104,7 +104,9 @@ def test_record_id_sent_twice_is_a_malformed_history(tmp_path, spark):
     # views they read were removed
     assert not (tmp_path / "report" / "_views").exists()
     assert not [t for t in threading.enumerate() if t.name == "harness-metrics"]
-    assert spark.sparkContext.statusTracker().getActiveJobsIds() == []
+    # nothing of theirs still runs in this session (classic or Spark Connect alike)
+    for tag in ("harness-metrics", "harness-views", "harness-identity"):
+        assert spark.interruptTag(tag) == []
 
 
 def test_record_ids_not_named_producer_seq_are_judged_by_the_same_rules(tmp_path, spark):

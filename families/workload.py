@@ -1,0 +1,30 @@
+"""The scenario's `workload:` section: each family's part of it in one model (the
+records family's producers and consumer groups, Kafka's Java clients; the shares
+family's share groups; the pipeline family's pipelines; the compacted family's writers). A family's own rules and
+facts live in its section module.
+"""
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict
+
+from families.compacted.section import CompactedSpec
+from families.pipelines.section import PipelineSpec
+from families.records.section import JavaConsumerSpec, JavaProducerSpec
+from families.shares.section import ShareGroupSpec
+from workloads.spec import ConsumerGroupSpec, ProducerSpec
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+    duration_s: float = 60.0
+    warmup_timeout_s: float = 60.0          # until every partition has its first ack
+    # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
+    # None: the brokers' version, as the cluster started.
+    clients_version: str | None = None
+    producers: tuple[ProducerSpec, ...] = ()
+    consumers: tuple[ConsumerGroupSpec, ...] = ()
+    java_producers: tuple[JavaProducerSpec, ...] = ()
+    java_consumers: tuple[JavaConsumerSpec, ...] = ()
+    share_groups: tuple[ShareGroupSpec, ...] = ()       # the shares family's (families/shares)
+    pipelines: tuple[PipelineSpec, ...] = ()            # the pipeline family's (families/pipelines)
+    compacted: tuple[CompactedSpec, ...] = ()           # the compacted family's (families/compacted)
