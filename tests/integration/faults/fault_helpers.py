@@ -69,6 +69,16 @@ def isr_of(cluster, topic: str, partition: int = 0):
     return set()
 
 
+def elected_isr_of(cluster, topic: str, partition: int = 0):
+    """The partition's ISR as most running brokers report it (the newest leader epoch):
+    a broker the controller counts as gone gets no metadata updates and keeps serving
+    the old ISR, and the admin client may be asking just that broker."""
+    for s in cluster.elected_partitions([topic], timeout=2):
+        if s.partition == partition:
+            return set(s.isr)
+    return set()
+
+
 class Run:
     """A FaultContext bound to a cluster plus its event log, for one test."""
 
