@@ -61,6 +61,22 @@ class _Spec(BaseModel):
         return cls.__private_attributes__["_section"].default
 
 
+def named(v: str, field: str = "name") -> str:
+    """A workload item's name, refused with the field and its fix (a family section's
+    validator calls this: one rule for every family's names)."""
+    if not NAME_RE.match(v):
+        raise SpecError(field, f"bad name {v!r}", "use a letter followed by letters, digits, '_' or '.'")
+    return v
+
+
+def fraction(v: float, field: str, example: str = "") -> float:
+    """A rate from 0 to 1, refused with the field and its fix."""
+    if not 0 <= v <= 1:
+        raise SpecError(field, f"{v:g} is {'above 1' if v > 1 else 'below 0'}",
+                        f"use a fraction from 0 to 1{example}")
+    return v
+
+
 def _check_name(v: str) -> str:
     if not NAME_RE.match(v):
         raise ValueError(f"bad name {v!r}")

@@ -30,8 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from core.errors import SpecError
-from workloads.spec import NAME_RE, ProducerSpec
+from workloads.spec import ProducerSpec, fraction, named
 
 # the family's events: a writer's config (when started), and what the drain saw of the
 # cleaner (families/compacted/drain.py)
@@ -76,10 +75,7 @@ class CompactedSpec(BaseModel):
     @field_validator("tombstone_rate")
     @classmethod
     def _fraction(cls, v: float, info: ValidationInfo) -> float:
-        if not 0 <= v <= 1:
-            raise SpecError(info.field_name, f"{v:g} is {'above 1' if v > 1 else 'below 0'}",
-                            "use a fraction from 0 to 1 (0.1: one write in ten deletes its key)")
-        return v
+        return fraction(v, info.field_name, " (0.1: one write in ten deletes its key)")
 
     @field_validator("acks", mode="before")
     @classmethod
@@ -89,10 +85,7 @@ class CompactedSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise SpecError("name", f"bad name {v!r}",
-                            "use a letter followed by letters, digits, '_' or '.'")
-        return v
+        return named(v)
 
     def producer(self, duration_s: float, seed: int) -> ProducerSpec:
         """Its writer: our verifiable producer, keyed per key with versions, tombstones

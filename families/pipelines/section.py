@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.errors import SpecError
-from workloads.spec import NAME_RE, ChurnSpec
+from workloads.spec import ChurnSpec, named
 
 # settings the processor sets itself (its isolation, its group, its transactions)
 REFUSED_CLIENT_KEYS = ("isolation.level", "group.id", "enable.auto.commit", "transactional.id",
@@ -71,10 +71,7 @@ class PipelineSpec(BaseModel):
     @field_validator("name")
     @classmethod
     def _name(cls, v: str) -> str:
-        if not NAME_RE.match(v):
-            raise SpecError("name", f"bad name {v!r}",
-                            "use a letter followed by letters, digits, '_' or '.'")
-        return v
+        return named(v)
 
     @model_validator(mode="after")
     def _rules(self) -> "PipelineSpec":

@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
 from core.errors import SpecError
-from workloads.spec import ChurnSpec
+from workloads.spec import ChurnSpec, fraction
 
 # Kafka's share group configs (IncrementalAlterConfigs on a GROUP resource), by the
 # line that introduced them (kafka.apache.org/4x/configuration/group-configs).
@@ -71,10 +71,7 @@ class ShareGroupSpec(BaseModel):
     @field_validator("release_rate", "reject_rate")
     @classmethod
     def _fraction(cls, v: float, info: ValidationInfo) -> float:
-        if not 0 <= v <= 1:
-            raise SpecError(info.field_name, f"{v:g} is {'above 1' if v > 1 else 'below 0'}",
-                            "use a fraction from 0 to 1")
-        return v
+        return fraction(v, info.field_name)
 
     @model_validator(mode="after")
     def _rates(self) -> "ShareGroupSpec":
