@@ -2,10 +2,11 @@
 
 A family owns its scenario section (a typed model with its own rules and facts), its
 client processes, the history tables they write, its checker (Spark queries over the
-history that return rows per anomaly kind), its kinds, and its words for the report.
-The runner starts the families a scenario names; the judge composes their checkers
-(spark_reports/pipeline.py); the report shows each family's section. Adding one is
-one package beside the others and one line in families/__init__.py.
+history that return rows per anomaly kind), its kinds, its metrics, and its words for
+the report. The runner starts the families a scenario names; the judge composes
+their checkers and runs their metrics (spark_reports/pipeline.py); the report shows
+each family's section. Adding one is one package beside the others and one line in
+families/__init__.py.
 
 A kind is everything the harness says or does about one anomaly: the function that
 finds its rows, how they are counted (the spec's counting rule), the rule and the
@@ -18,6 +19,8 @@ from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
+
+from core.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -62,9 +65,11 @@ class Family:
     start: Callable[[Any, Any], AbstractContextManager] | None = None
     # its section of the report in words: summary -> lines (none: nothing to add)
     words: Callable[[dict], list[str]] = lambda summary: []
-    # its metrics, on the driver: RunData -> {"summary": {key: value}, "counts": {name: n}}
-    # (summary keys are its own; counts join the summary's counts, where expectations
-    # find them); None: it has none of its own
+    # its metrics: RunData -> {"summary": {key: value}, "counts": {name: n},
+    # "steps": {name: seconds}} (summary keys are its own; counts join the summary's
+    # counts, where expectations find them; steps, what took how long, join
+    # step_seconds as "metrics.<name>"); the pipeline runs every named family's in a
+    # thread of their own, beside the anomaly kinds. None: it has none of its own
     metrics: Callable[["RunData"], dict] | None = None
     # the count names its metrics add, for expectations to name
     counts: tuple[str, ...] = ()
@@ -75,7 +80,18 @@ class Family:
 
 @dataclass(frozen=True)
 class RunData:
-    """What a family's metrics read: a history table's rows (table, columns -> list of
-    dicts) and the run's events (ts_us, kind, name, target, detail)."""
+    """What a family's metrics read. On the driver: a history table's rows (`read`:
+    table, columns -> list of dicts), the run's events (ts_us, kind, name, target,
+    detail) and their parsed timeline (core/timeline.py: the fault windows and what the
+    observer saw). In Spark: the session and the checkers' inputs (`checked`: the
+    records family's checker.Inputs, with its views and every history table's frame),
+    for metrics that scan the records. From validation: the history's topics and its
+    produced (topic, partition)s. `threshold_s`: the unavailability threshold."""
     read: Callable[[str, tuple[str, ...]], list[dict]]
     events: list[dict]
+    timeline: Timeline
+    threshold_s: float
+    spark: Any = None
+    checked: Any = None
+    topics: tuple[str, ...] = ()
+    partitions: tuple[tuple[str, int], ...] = ()

@@ -35,10 +35,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from core.timeline import AFTER_HEAL_US, Timeline
 from families import KINDS
 from families.base import Kind
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import AFTER_HEAL_US, Timeline
 
 SAMPLE_ROWS = 20
 # A kind with at most this many rows is fetched to the driver once (Arrow) and

@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 
 from core.history import CLIENT_FATAL, WORKLOAD_DIED
+from core.timeline import Timeline
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import Timeline
 
 # A group that had records waiting and received none for this long is worth saying.
 CONSUMER_STALL_S = 15

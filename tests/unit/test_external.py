@@ -273,9 +273,9 @@ def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
     one `metadata-limited` observation each, which the report's "what else went wrong" names."""
     from clusters.observer import MetadataObserver
     from core.history import EventLog, read_table
+    from core.timeline import Observation, Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Observation, Timeline
 
     events = EventLog(tmp_path, "R1", writer_name="t")
     observer = MetadataObserver(cluster=None, events=events)
@@ -296,9 +296,9 @@ def test_broker_log_levels_a_broker_refused_are_named_among_what_else_went_wrong
     """A run stored when cluster.log_levels went through ConfigCommand at run time (before
     they were set at start): a broker that refused (an unknown logger, a tool not found)
     left the evidence out of its log, and re-verifying that run still says so."""
+    from core.timeline import Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Timeline
 
     why = "Invalid broker logger(s): kafka.coordinator.transaction"
     said = f"log4j:WARN Please initialize the log4j system properly.\n{why}\n"
@@ -382,9 +382,9 @@ def test_what_the_run_could_not_delete_on_an_external_cluster_is_named(tmp_path,
     from confluent_kafka import KafkaError, KafkaException
 
     import clusters.external as ext
+    from core.timeline import Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Timeline
 
     monkeypatch.setenv("KH_TEST_PW", "pw")
 

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 
+from core.timeline import parse_events, touched_partitions
+from families.records.availability import recovery, window_owner
+from families.records.isr import isr_by_fault
 from harness.run.end_table import recovery_rows
 from spark_reports.explain import RunFacts, fault_story
-from spark_reports.isr import isr_by_fault
-from spark_reports.metrics import recovery, window_owner
 from spark_reports.problems import fault_errors, find_problems, summarize_fault_errors
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary
-from spark_reports.timeline import parse_events, touched_partitions
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
 
