@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from core.timeline import Timeline
 
@@ -40,6 +40,14 @@ class Kind:
     # run.at(us) says a time ("+31.2 s") and run.fault_name(fault_id) a fault; the
     # report says its first rows so (spark_reports/report_html.py)
     row_words: Callable[[dict, Any], str] | None = None
+
+
+class SummaryKeys(Protocol):
+    """A run's summary as a family's words and plots read it: by its summary.json keys
+    (the report hands them spark_reports.summary.Summary, which answers so; a family
+    sits below spark_reports and does not import it)."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
 
 
 def distinct(*keys: str) -> tuple[str, tuple[str, ...]]:
@@ -64,7 +72,7 @@ class Family:
     # producer of the records family, in its transactional mode)
     start: Callable[[Any, Any], AbstractContextManager] | None = None
     # its section of the report in words: summary -> lines (none: nothing to add)
-    words: Callable[[dict], list[str]] = lambda summary: []
+    words: Callable[[SummaryKeys], list[str]] = lambda summary: []
     # its metrics: RunData -> {"summary": {key: value}, "counts": {name: n},
     # "steps": {name: seconds}} (summary keys are its own; counts join the summary's
     # counts, where expectations find them; steps, what took how long, join
@@ -75,7 +83,8 @@ class Family:
     counts: tuple[str, ...] = ()
     # its plots over time, drawn with the fault bands: summary -> [(title, ylabel,
     # per-second rows {"second": s, key: n …}, keys)]
-    series: Callable[[dict], list[tuple[str, str, list[dict], tuple[str, ...]]]] = lambda summary: []
+    series: Callable[[SummaryKeys], list[tuple[str, str, list[dict], tuple[str, ...]]]] = (
+        lambda summary: [])
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,6 @@ index.html are still written then, saying why.
 """
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -101,7 +100,7 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
     typed = Summary.from_dict(summary)
     loc.write_text(typed.to_json(), "report", "summary.json")
     if write_html:
-        _write_html(loc, summary, scenario_doc, manifest, samples, fault_colours)
+        _write_html(loc, typed, scenario_doc, manifest, samples, fault_colours)
     return Reconciled(typed, verdict, loc.path("report"))
 
 
@@ -135,7 +134,7 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples: dict,
+def _write_html(loc: RunLocation, summary: Summary, scenario_doc, manifest, samples: dict,
                 fault_colours) -> None:
     try:
         page = render_report(summary, scenario_doc, manifest, samples, fault_colours=fault_colours)
@@ -143,7 +142,7 @@ def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples
         page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
                 "<h1>report could not be rendered</h1><pre>"
                 + traceback.format_exc().replace("&", "&amp;").replace("<", "&lt;")
-                + "</pre><pre>" + json.dumps(summary, indent=2, default=str)
+                + "</pre><pre>" + summary.to_json()
                 .replace("&", "&amp;").replace("<", "&lt;") + "</pre>")
     loc.write_text(page, "report", "index.html")
 
@@ -269,7 +268,8 @@ def _summarize_problems(summary: dict, tl, loc) -> None:
     fatals = client_fatals(tl)
     summary["counts"]["client_fatals"] = len(fatals)
     summary["client_fatals"] = fatals
-    summary["problems"] = find_problems(tl, summary, loc)
+    summary["problems"] = find_problems(tl, loc, summary["metrics"].get("consumer_lag"),
+                                        summary["counts"])
     summarize_fault_errors(summary, tl, loc)
 
 

@@ -6,7 +6,7 @@ throughput, lag, unavailability, recovery, ISR); its section (section.py); its c
 (clients.py)."""
 from __future__ import annotations
 
-from families.base import Family
+from families.base import Family, SummaryKeys
 from families.records import section
 from families.records.kinds import KINDS
 from families.records.metrics import records_metrics
@@ -17,7 +17,7 @@ def _start(ctx, workload):
     return Workloads(ctx, workload)
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     c = summary.get("counts") or {}
     if not c:
         return []
