@@ -211,6 +211,7 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
         x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups,
                    tables=frames, events=event_rows)
         data = _run_data(spark, loc, history, scanned, event_rows, tl, x, threshold)
+        # beside the anomaly rules' many small jobs, which leave a core idle at times
         metrics = _Background(spark, "harness-metrics", lambda: _family_metrics(families, data))
         background.append(metrics)
         frames = anomaly_frames(x, families)
