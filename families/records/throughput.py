@@ -34,7 +34,7 @@ FINE, COARSE = 1.001, 1.05
 
 
 def metric_inputs(records: DataFrame, topics: list[str]) -> DataFrame:
-    """The columns the metrics read, from a records view (reconcile.build_views):
+    """The columns the metrics read, from a records view (views.build_views):
     `sent` (a produced row), `acked` (status acked), the three timestamps, and the
     produced partition as one number, `tp` (tp_key; null when the partition is)."""
     tp = F.when(F.col("partition").isNotNull(), (F.coalesce(
@@ -159,7 +159,7 @@ def _fault_items(faults: list) -> tuple:
     literal array, which Spark interprets row by row; the plain test first keeps
     the rows no window concerns away from them. One plain expression per fault
     instead made the generated method too big to JIT-compile."""
-    # a fault that was not injected has no window (timeline.Timeline.owner)
+    # a fault that was not injected has no window (core.timeline.Timeline.owner)
     live = [(i, f) for i, f in enumerate(faults) if not f.not_injected]
     if not live:
         return None, None
