@@ -2,10 +2,11 @@
 
 A family owns its scenario section (a typed model with its own rules and facts), its
 client processes, the history tables they write, its checker (Spark queries over the
-history that return rows per anomaly kind), its kinds, and its words for the report.
-The runner starts the families a scenario names; the judge composes their checkers
-(spark_reports/pipeline.py); the report shows each family's section. Adding one is
-one package beside the others and one line in families/__init__.py.
+history that return rows per anomaly kind), its kinds, its metrics, and its words for
+the report. The runner starts the families a scenario names; the judge composes
+their checkers and runs their metrics (spark_reports/pipeline.py); the report shows
+each family's section. Adding one is one package beside the others and one line in
+families/__init__.py.
 
 A kind is everything the harness says or does about one anomaly: the function that
 finds its rows, how they are counted (the spec's counting rule), the rule and the
@@ -17,7 +18,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
+
+from core.timeline import Timeline
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,14 @@ class Kind:
     # run.at(us) says a time ("+31.2 s") and run.fault_name(fault_id) a fault; the
     # report says its first rows so (spark_reports/report_html.py)
     row_words: Callable[[dict, Any], str] | None = None
+
+
+class SummaryKeys(Protocol):
+    """A run's summary as a family's words and plots read it: by its summary.json keys
+    (the report hands them spark_reports.summary.Summary, which answers so; a family
+    sits below spark_reports and does not import it)."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
 
 
 def distinct(*keys: str) -> tuple[str, tuple[str, ...]]:
@@ -61,21 +72,35 @@ class Family:
     # producer of the records family, in its transactional mode)
     start: Callable[[Any, Any], AbstractContextManager] | None = None
     # its section of the report in words: summary -> lines (none: nothing to add)
-    words: Callable[[dict], list[str]] = lambda summary: []
-    # its metrics, on the driver: RunData -> {"summary": {key: value}, "counts": {name: n}}
-    # (summary keys are its own; counts join the summary's counts, where expectations
-    # find them); None: it has none of its own
+    words: Callable[[SummaryKeys], list[str]] = lambda summary: []
+    # its metrics: RunData -> {"summary": {key: value}, "counts": {name: n},
+    # "steps": {name: seconds}} (summary keys are its own; counts join the summary's
+    # counts, where expectations find them; steps, what took how long, join
+    # step_seconds as "metrics.<name>"); the pipeline runs every named family's in a
+    # thread of their own, beside the anomaly kinds. None: it has none of its own
     metrics: Callable[["RunData"], dict] | None = None
     # the count names its metrics add, for expectations to name
     counts: tuple[str, ...] = ()
     # its plots over time, drawn with the fault bands: summary -> [(title, ylabel,
     # per-second rows {"second": s, key: n …}, keys)]
-    series: Callable[[dict], list[tuple[str, str, list[dict], tuple[str, ...]]]] = lambda summary: []
+    series: Callable[[SummaryKeys], list[tuple[str, str, list[dict], tuple[str, ...]]]] = (
+        lambda summary: [])
 
 
 @dataclass(frozen=True)
 class RunData:
-    """What a family's metrics read: a history table's rows (table, columns -> list of
-    dicts) and the run's events (ts_us, kind, name, target, detail)."""
+    """What a family's metrics read. On the driver: a history table's rows (`read`:
+    table, columns -> list of dicts), the run's events (ts_us, kind, name, target,
+    detail) and their parsed timeline (core/timeline.py: the fault windows and what the
+    observer saw). In Spark: the session and the checkers' inputs (`checked`: the
+    records family's checker.Inputs, with its views and every history table's frame),
+    for metrics that scan the records. From validation: the history's topics and its
+    produced (topic, partition)s. `threshold_s`: the unavailability threshold."""
     read: Callable[[str, tuple[str, ...]], list[dict]]
     events: list[dict]
+    timeline: Timeline
+    threshold_s: float
+    spark: Any = None
+    checked: Any = None
+    topics: tuple[str, ...] = ()
+    partitions: tuple[tuple[str, int], ...] = ()

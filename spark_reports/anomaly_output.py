@@ -9,7 +9,7 @@ Every row gets, from its topic, partition and ack time:
   leader acknowledged the record;
 - `faults_at_ack`: the fault_ids active then (injected at or before, healed at or
   after; possibly empty; never a fault whose inject failed);
-- `fault_id`: the fault the row is charged to (timeline.Timeline.owner: active at
+- `fault_id`: the fault the row is charged to (core.timeline.Timeline.owner: active at
   the ack, or healed no more than 10 s before it, injected last), "none" if no fault
   qualifies. A deposed leader goes on acknowledging after the heal until it learns of
   the new leader: those records belong to the fault that deposed it.
@@ -35,10 +35,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 
+from core.timeline import AFTER_HEAL_US, Timeline
 from families import KINDS
 from families.base import Kind
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import AFTER_HEAL_US, Timeline
 
 SAMPLE_ROWS = 20
 # A kind with at most this many rows is fetched to the driver once (Arrow) and

@@ -1,8 +1,8 @@
 """The report's sentences: what a group of anomaly rows means, and what each fault did.
 
-Everything here reads summary.json (verifiers/verify.py) and nothing else, so a
-stored run's report says the same thing every time it is rendered. Nodes are named
-as the cluster names them (`kafka-2`), faults as the scenario names them
+Everything here reads the run's summary (spark_reports/summary.py, as written to
+summary.json) and nothing else, so a stored run's report says the same thing every
+time it is rendered. Nodes are named as the cluster names them (`kafka-2`), faults as the scenario names them
 (`timeline[1] partition`), times as seconds since the first send.
 """
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from families import by_name
+from spark_reports.summary import Summary
 
 
 def count_words(n: int) -> str:
@@ -25,8 +26,8 @@ class RunFacts:
     observations: list[dict] = field(default_factory=list)
 
     @classmethod
-    def of(cls, summary: dict, t0_us: int) -> "RunFacts":
-        m, tl = summary.get("metrics") or {}, summary.get("timeline") or {}
+    def of(cls, summary: Summary, t0_us: int) -> "RunFacts":
+        m, tl = summary.metrics, summary.timeline
         return cls(t0_us, {f["fault_id"]: f for f in m.get("fault_windows") or []},
                    {int(k): v for k, v in (tl.get("brokers") or {}).items()},
                    sorted(tl.get("observations") or [], key=lambda o: o["ts_us"]))
@@ -136,7 +137,7 @@ def _charged(g: dict, run: RunFacts) -> str:
 
 # -- what each fault did ---------------------------------------------------------------
 
-def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> list[tuple[str, str]]:
+def fault_story(rec: dict, isr: dict | None, summary: Summary, run: RunFacts) -> list[tuple[str, str]]:
     """(time, sentence) lines: injected; what the cluster did (elections, ISR shrink and
     growth, controller change, each belonging to this fault by the spec's rule);
     healed; recovered; what it cost. A fault that could not be injected: what failed."""
@@ -157,7 +158,7 @@ def fault_story(rec: dict, isr: dict | None, summary: dict, run: RunFacts) -> li
     if not rec.get("healed"):
         lines.append(("–", "never healed"))
     lines.append(("", _recovered(rec, isr)))
-    cost = (summary.get("anomalies_by_fault") or {}).get(fid) or {}
+    cost = summary.anomalies_by_fault.get(fid) or {}
     said = [f"{by_name(k).name} {count_words(n)}" for k, n in cost.items() if n]
     if said:
         lines.append(("", "charged to it: " + ", ".join(said)))

@@ -33,8 +33,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.timeline import Timeline
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import Timeline
 
 DEFAULT_MIN_LOAD_FRACTION = 0.5
 NO_PLANS = "no load plan was given (verified without the run's scenario model)"

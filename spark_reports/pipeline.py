@@ -9,11 +9,14 @@ The flow, the same for every history:
 2. build the records family's views (families/records/views.py), the offset views in
    a thread of their own, while a small job checks that no record_id is produced
    twice (a malformed history);
-3. the metrics (spark_reports/metrics.py) in a thread of their own, beside
+3. every named family's metrics (Family.metrics: the records family's latencies,
+   throughput, unavailability and recovery, families/records/metrics.py; the
+   others' from their own tables), fed the parsed events (core/timeline.py) and the
+   views as a RunData (families/base.py), in a thread of their own, beside
 4. every named family's anomaly kinds, one function each (families/*/checker.py),
    their rows written with their explanation (spark_reports/anomaly_output.py);
-5. what else went wrong (spark_reports/problems.py), the verdict (the caller's
-   `judge`), then summary.json and index.html.
+5. the timeline, what else went wrong (spark_reports/problems.py), the verdict (the
+   caller's `judge`), then summary.json and index.html.
 
 summary["step_seconds"] times each step; `view.offsets` and `view.groups` overlap
 `view.records` (step 2 builds them beside it), the metrics' (`metrics.*`) overlap
@@ -24,7 +27,6 @@ index.html are still written then, saying why.
 """
 from __future__ import annotations
 
-import json
 import math
 import threading
 import time
@@ -34,13 +36,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from core.timeline import parse_events
 from families import anomaly_frames
 from families.base import Family, RunData
 from families.records.checker import Inputs
 from families.records.views import SIDE_COUNTS, build_views, repeated_records
-from spark_reports import metrics as M
 from spark_reports.anomaly_output import write_anomalies
-from spark_reports.isr import isr_by_fault
 from spark_reports.load_plan import summarize_load
 from spark_reports.problems import (
     client_fatals,
@@ -54,7 +55,6 @@ from spark_reports.session import session_scope, spark_identity
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary
 from spark_reports.tables import read_on_driver, read_tables
-from spark_reports.timeline import parse_events
 from spark_reports.validate import HistoryInvalid, check_files, check_values
 
 __all__ = ["HistoryInvalid", "Reconciled", "RunLocation", "Summary", "reconcile"]
@@ -100,7 +100,7 @@ def reconcile(run_dir: str, summary: dict, families: tuple[Family, ...], thresho
     typed = Summary.from_dict(summary)
     loc.write_text(typed.to_json(), "report", "summary.json")
     if write_html:
-        _write_html(loc, summary, scenario_doc, manifest, samples, fault_colours)
+        _write_html(loc, typed, scenario_doc, manifest, samples, fault_colours)
     return Reconciled(typed, verdict, loc.path("report"))
 
 
@@ -134,7 +134,7 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples: dict,
+def _write_html(loc: RunLocation, summary: Summary, scenario_doc, manifest, samples: dict,
                 fault_colours) -> None:
     try:
         page = render_report(summary, scenario_doc, manifest, samples, fault_colours=fault_colours)
@@ -142,7 +142,7 @@ def _write_html(loc: RunLocation, summary: dict, scenario_doc, manifest, samples
         page = ("<!doctype html><meta charset='utf-8'><title>harness report</title>"
                 "<h1>report could not be rendered</h1><pre>"
                 + traceback.format_exc().replace("&", "&amp;").replace("<", "&lt;")
-                + "</pre><pre>" + json.dumps(summary, indent=2, default=str)
+                + "</pre><pre>" + summary.to_json()
                 .replace("&", "&amp;").replace("<", "&lt;") + "</pre>")
     loc.write_text(page, "report", "index.html")
 
@@ -176,8 +176,8 @@ class _Steps:
 
 
 def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_plans):
-    """The views, then the metrics (in a thread of their own) beside the named
-    families' anomaly kinds; the samples of their rows for the report."""
+    """The views, then the named families' metrics (in a thread of their own) beside
+    their anomaly kinds; the samples of their rows for the report."""
 
     step = _Steps(summary.setdefault("step_seconds", {}))
     frames = read_tables(spark, loc, history)
@@ -208,41 +208,45 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
         step.restart()
         _refuse_repeated(identity.result(), loc)
         tl = parse_events(event_rows, views.sizes["run_end_us"])
-        # The metrics read only the views: they run beside the anomaly rules' many
-        # small jobs, which leave a core idle at times.
-        metrics = _Background(spark, "harness-metrics", lambda: _metrics(
-            spark, views, tl, frames["consumed"], scanned, threshold))
-        background.append(metrics)
         x = Inputs(views, frames["consumed"], materialize, scanned.read_committed_groups,
                    tables=frames, events=event_rows)
+        data = _run_data(spark, loc, history, scanned, event_rows, tl, x, threshold)
+        # beside the anomaly rules' many small jobs, which leave a core idle at times
+        metrics = _Background(spark, "harness-metrics", lambda: _family_metrics(families, data))
+        background.append(metrics)
         frames = anomaly_frames(x, families)
         kinds = tuple(k for f in families for k in f.kinds)
         result = write_anomalies(spark, frames, loc, tl, kinds, step, frozenset(x.no_rows))
-        m = metrics.result()
+        measured = metrics.result()
         step("metrics_wait")
     finally:
         for job in background:      # the anomaly rules failed: stop the others first
             job.cancel()
         scratch.remove()
     _summarize_anomalies(summary, result, {k: views.sizes[k] for k in SIDE_COUNTS}, scanned)
-    _summarize_metrics(summary, m, views.sizes, scanned, tl)
+    for out in measured:            # what else went wrong reads them (consumer lag)
+        summary["step_seconds"].update({f"metrics.{k}": v for k, v in out.get("steps", {}).items()})
+        summary.update(out.get("summary", {}))
+    _summarize_timeline(summary, tl)
     _summarize_problems(summary, tl, loc)
     summarize_load(summary, load_plans, loc, history.tables["produced"].files, tl)
-    _summarize_families(summary, families, loc, history, event_rows)
+    for out in measured:            # the run's own counts first, as the report lists them
+        summary["counts"].update(out.get("counts", {}))
     return {"anomalies": result.samples, "columns": result.columns}
 
 
-def _summarize_families(summary: dict, families, loc, history, event_rows: list[dict]) -> None:
-    """Each named family's own metrics (Family.metrics), read on the driver."""
+def _run_data(spark, loc, history, scanned, event_rows, tl, checked, threshold) -> RunData:
+    """What the families' metrics read (families/base.py)."""
     def read(table: str, columns: tuple[str, ...]) -> list[dict]:
         return read_on_driver(loc, history, table, columns) if table in history.tables else []
 
-    data = RunData(read, event_rows)
-    for f in families:
-        if f.metrics is not None:
-            out = f.metrics(data)
-            summary.update(out.get("summary", {}))
-            summary["counts"].update(out.get("counts", {}))
+    return RunData(read, event_rows, tl, threshold, spark=spark, checked=checked,
+                   topics=tuple(sorted(scanned.topics)), partitions=tuple(scanned.partitions))
+
+
+def _family_metrics(families, data: RunData) -> list[dict]:
+    """Each named family's own metrics (Family.metrics), in the registry's order."""
+    return [f.metrics(data) for f in families if f.metrics is not None]
 
 
 def _summarize_anomalies(summary: dict, result, side_counts: dict, scanned) -> None:
@@ -265,7 +269,8 @@ def _summarize_problems(summary: dict, tl, loc) -> None:
     fatals = client_fatals(tl)
     summary["counts"]["client_fatals"] = len(fatals)
     summary["client_fatals"] = fatals
-    summary["problems"] = find_problems(tl, summary, loc)
+    summary["problems"] = find_problems(tl, loc, summary["metrics"].get("consumer_lag"),
+                                        summary["counts"])
     summarize_fault_errors(summary, tl, loc)
 
 
@@ -277,36 +282,10 @@ def _refuse_repeated(repeated: int, loc) -> None:
             "(each record the harness sends gets one produced row)")])
 
 
-def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None:
-    summary["step_seconds"].update({f"metrics.{k}": v for k, v in m["steps"].items()})
-    per_sec, unavail, recov = m["per_second"], m["unavailability"], m["recovery"]
+def _summarize_timeline(summary: dict, tl) -> None:
+    """summary["timeline"]: the phases, what the observer saw (each change with the
+    fault it belongs to), the brokers' names, the producers' own leader changes."""
     summary["notes"] += tl.notes
-    active = [s for s in per_sec if s["acked"] or s["sent"]]
-    summary["metrics"] = {
-        **m["latencies"],
-        "unavailability": unavail,
-        "max_unavailability_s": max((w["seconds"] for w in unavail), default=0.0),
-        "recovery": recov,
-        "max_recovery_s": (None if any(r["seconds"] is None for r in recov)
-                           else max((r["seconds"] for r in recov), default=0.0)),
-        "isr": m["isr"],
-        "fault_windows": [{"fault_id": f.fault_id, "name": f.name, "label": f.label,
-                           "description": f.description, "target": f.target,
-                           "start_us": f.start_us, "end_us": f.end_us, "healed": f.healed,
-                           "inject_error": f.inject_error, "heal_error": f.heal_error,
-                           "acked_during": m["acked_during"][i],
-                           **m["fault_latencies"].get(f.fault_id, {})} for i, f in enumerate(tl.faults)],
-        "throughput": {
-            "seconds_active": len(active),
-            "sent_per_s_mean": (sum(s["sent"] for s in active) / len(active)) if active else 0.0,
-            "acked_per_s_mean": (sum(s["acked"] for s in active) / len(active)) if active else 0.0,
-            "acked_per_s_max": max((s["acked"] for s in per_sec), default=0),
-        },
-        "per_second": per_sec,
-        "consumer_lag": m["consumer_lag"],
-        "run_start_us": sizes["run_start_us"], "run_end_us": sizes["run_end_us"],
-        "partitions": [f"{t}-{p}" for t, p in scanned.partitions],
-    }
     summary["timeline"] = {
         "phases": [{"ts_us": ts, "name": n} for ts, n in tl.phases],
         "observations": [{"ts_us": o.ts_us, "name": o.name, "target": o.target,
@@ -322,37 +301,9 @@ def _summarize_metrics(summary: dict, m: dict, sizes: dict, scanned, tl) -> None
 
 
 def _owner_id(tl, ts_us: int) -> str | None:
-    """The fault a change seen at ts_us belongs to (timeline.Timeline.owner)."""
+    """The fault a change seen at ts_us belongs to (core/timeline.py: Timeline.owner)."""
     f = tl.owner(ts_us)
     return f.fault_id if f is not None else None
-
-
-def _metrics(spark, views, tl, consumed, scanned, threshold) -> dict:
-    """Every metric (spark_reports/metrics.py) from the views, with the seconds each
-    step took."""
-
-    steps: dict = {}
-    step = _Steps(steps)
-    topics, all_parts = sorted(scanned.topics), scanned.partitions
-    threshold_us = int(threshold * 1_000_000)
-    inputs = M.metric_inputs(views.records, topics)
-    hist = M.histograms(inputs, tl, threshold_us)
-    out = {"latencies": M.latencies(hist), "fault_latencies": M.fault_latencies(hist, tl)}
-    step("latency")
-    out["per_second"] = M.per_second(hist, consumed)
-    out["consumer_lag"] = M.consumer_lag(hist, views.groups, topics)
-    step("per_second")
-    out["unavailability"] = M.unavailability(spark, inputs, threshold,
-                                             views.sizes["run_end_us"], hist, all_parts, topics)
-    step("unavailability")
-    touched = M.touched_by_fault(tl, hist, all_parts, topics)
-    for w in out["unavailability"]:
-        w["fault_id"] = M.window_owner(tl, w, threshold_us)
-    out["recovery"] = M.recovery(tl, touched, out["unavailability"], threshold_us)
-    out["isr"] = isr_by_fault(tl, touched)
-    out["acked_during"] = M.acked_during(hist, tl, touched, topics)
-    step("recovery")
-    return {**out, "steps": steps}
 
 
 class _Background:

@@ -8,8 +8,8 @@ group that received nothing for a long while, offset commits that failed, a drai
 that did not finish, metadata the observer could not read.
 
 Each problem is {kind, at_us, text} (at_us: when it happened, null if unknown),
-read from the events (timeline.Timeline), the summary's counts and metrics, and
-RUN_DIR/faults.json and phases.json. Two also count in the verdict, each a
+read from the events (core/timeline.py: Timeline), the records family's consumer
+lag and the offset commits' counts, and RUN_DIR/faults.json and phases.json. Two also count in the verdict, each a
 default expectation: `workload-died` (`workload_deaths`) and `fault-error`
 (`fault_errors`: faults that could not be injected, or healed, as planned).
 """
@@ -18,8 +18,8 @@ from __future__ import annotations
 import json
 
 from core.history import CLIENT_FATAL, WORKLOAD_DIED
+from core.timeline import Timeline
 from spark_reports.storage import RunLocation
-from spark_reports.timeline import Timeline
 
 # A group that had records waiting and received none for this long is worth saying.
 CONSUMER_STALL_S = 15
@@ -104,7 +104,10 @@ def fault_error_words(e: dict) -> str:
     return f"{e['label']} was never healed"
 
 
-def find_problems(tl: Timeline, summary: dict, loc: RunLocation) -> list[dict]:
+def find_problems(tl: Timeline, loc: RunLocation, consumer_lag: list[dict] | None = None,
+                  counts: dict | None = None) -> list[dict]:
+    """Every problem, in time order (those of unknown time last). `consumer_lag`: the
+    records family's (summary.metrics["consumer_lag"]); `counts`: the run's counts."""
     out = [_death(d) for d in workload_deaths(tl)]
     out += [_fatal(f) for f in client_fatals(tl)]
     errors = fault_errors(tl, loc)
@@ -113,7 +116,7 @@ def find_problems(tl: Timeline, summary: dict, loc: RunLocation) -> list[dict]:
     out += _fault_problems(tl)
     out += _plan_problems(loc, {e["fault_id"] for e in errors})
     out += _phase_problems(loc)
-    out += _consumer_problems(summary)
+    out += _consumer_problems(consumer_lag or [], counts or {})
     out += _metadata_gaps(tl)
     return sorted(out, key=lambda p: (p["at_us"] is None, p["at_us"] or 0))
 
@@ -208,14 +211,13 @@ def _last_line(words) -> str:
     return lines[-1].strip()[-200:] if lines else ""
 
 
-def _consumer_problems(summary: dict) -> list[dict]:
+def _consumer_problems(consumer_lag: list[dict], c: dict) -> list[dict]:
     out = []
-    for g in (summary.get("metrics") or {}).get("consumer_lag") or []:
+    for g in consumer_lag:
         if (g.get("longest_stall_s") or 0) >= CONSUMER_STALL_S:
             out.append({"kind": "consumer-stall", "at_us": None,
                         "text": f"group {g['group_id']} received nothing new for "
                                 f"{g['longest_stall_s']} s while records waited"})
-    c = summary.get("counts") or {}
     failed = (c.get("commits") or 0) - (c.get("commits_ok") or 0)
     if failed > 0:
         out.append({"kind": "commits", "at_us": None,

@@ -1,4 +1,6 @@
-"""report/index.html: one self-contained page (plots embedded as base64 PNG).
+"""report/index.html: one self-contained page (plots embedded as base64 PNG), from the
+run's typed summary (spark_reports/summary.py), at verify time or again from
+summary.json (`harness report`).
 
 It answers in the order a reader asks: did the run pass, and why (the banner names
 every expectation and how it went); what each fault did, in words; what else went
@@ -19,6 +21,7 @@ import yaml
 from families import FAMILIES, KINDS
 from spark_reports import plots
 from spark_reports.explain import RunFacts, count_words, explain, fault_story
+from spark_reports.summary import Summary
 
 CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto 3em;
@@ -90,24 +93,24 @@ def _table(headers: list[str], rows: list[list[Any]], classes: list[str] | None 
 
 # -- the banner: the verdict and why --------------------------------------------------
 
-def _where(summary: dict, kind: str, most: int = 3) -> str:
+def _where(summary: Summary, kind: str, most: int = 3) -> str:
     """Where a kind's rows are: its largest partitions, from the explanations."""
     per: dict[str, int] = {}
-    for g in (summary.get("anomaly_explanations") or {}).get(kind, []):
+    for g in summary.anomaly_explanations.get(kind, []):
         tp = f"{g['topic']}-{g['partition']}"
         per[tp] = per.get(tp, 0) + g["count"]
     top = sorted(per.items(), key=lambda x: -x[1])[:most]
     return ", ".join(f"{tp} ({count_words(n)})" for tp, n in top)
 
 
-def _check_sentence(c: dict, summary: dict) -> str:
+def _check_sentence(c: dict, summary: Summary) -> str:
     """One expectation and how it went: "lost > 0 was expected: 4 841 lost on t-0 (…)",
     "lost == 0 when durable was violated: 3 lost on …", "max_unavailability_s <= 30 held
     (17.2)", or why it was not judged."""
     if c["status"] == "not judged":
         return c["reason"]
     metric, op = c["expectation"].split()[:2]
-    an = (summary.get("anomalies") or {}).get(metric)
+    an = summary.anomalies.get(metric)
     if an:
         where = _where(summary, metric)
         seen = f"{count_words(an)} {metric}" + (f" on {where}" if where else "")
@@ -115,13 +118,13 @@ def _check_sentence(c: dict, summary: dict) -> str:
             "was expected" if op in (">", ">=", "!=") else "held")
         return f"{c['expectation']} {verb}: {seen}"
     if c["status"] == "failed":
-        died = [p["text"] for p in summary.get("problems") or [] if p["kind"] == "workload-died"]
+        died = [p["text"] for p in summary.problems if p["kind"] == "workload-died"]
         why = "; ".join(died) if metric == "workload_deaths" and died else c["reason"]
         return f"{c['expectation']} was violated: {why}"
     return f"{c['expectation']} held ({_fmt(c['actual'])})"
 
 
-def _headline(summary: dict, v: dict) -> str:
+def _headline(summary: Summary, v: dict) -> str:
     status = v.get("status", "unknown")
     checks = v.get("checks") or []
     if status == "unknown":
@@ -130,15 +133,15 @@ def _headline(summary: dict, v: dict) -> str:
         return "FAILED: " + "; ".join(_check_sentence(c, summary) for c in checks
                                       if c["status"] == "failed")
     expected = [c for c in checks if c["status"] == "passed"
-                and (summary.get("anomalies") or {}).get(c["expectation"].split()[0])]
+                and summary.anomalies.get(c["expectation"].split()[0])]
     if expected:
         return "PASSED: " + "; ".join(_check_sentence(c, summary) for c in expected)
     held = sum(c["status"] == "passed" for c in checks)
     return f"PASSED: every expectation held ({held} checked)"
 
 
-def _banner(summary: dict, t0: int, run_start: int | None) -> str:
-    v = summary.get("verdict", {})
+def _banner(summary: Summary, t0: int, run_start: int | None) -> str:
+    v = summary.verdict
     status = v.get("status", "unknown")
     items = [f"<li>{MARKS.get(c['status'], '')} {escape(_check_sentence(c, summary))}</li>"
              for c in v.get("checks") or []]
@@ -151,14 +154,14 @@ def _banner(summary: dict, t0: int, run_start: int | None) -> str:
             times += f"; the run started {(t0 - run_start) / 1e6:.1f} s before it"
         times = f"<p class='times'>{escape(times)}.</p>"
     return (f"<div class='banner {escape(status)}'><h1>{escape(_headline(summary, v))}</h1>"
-            f"<div>run {escape(str(summary.get('run_id')))}</div>"
+            f"<div>run {escape(str(summary.run_id))}</div>"
             + (f"<ul>{''.join(items)}</ul>" if items else "") + times + "</div>")
 
 
 # -- what each fault did, and what else went wrong -----------------------------------
 
-def _faults_in_words(summary: dict, run: RunFacts) -> str:
-    m = summary.get("metrics") or {}
+def _faults_in_words(summary: Summary, run: RunFacts) -> str:
+    m = summary.metrics
     isr = {f["fault_id"]: f for f in m.get("isr") or []}
     out = ["<h2>What each fault did</h2>"]
     recs = m.get("recovery") or []
@@ -173,9 +176,9 @@ def _faults_in_words(summary: dict, run: RunFacts) -> str:
     return "".join(out)
 
 
-def _problems(summary: dict, t0: int) -> str:
-    probs = summary.get("problems")
-    if probs is None:
+def _problems(summary: Summary, t0: int) -> str:
+    probs = summary.problems
+    if not probs and not summary.counts:    # the history was refused: nothing was looked at
         return ""
     if not probs:
         return "<h2>What else went wrong</h2><p>Nothing: every workload ran to the end, every " \
@@ -185,10 +188,10 @@ def _problems(summary: dict, t0: int) -> str:
         f"{escape(p['text'])}</li>" for p in probs) + "</ul>"
 
 
-def _load(summary: dict) -> str:
+def _load(summary: Summary) -> str:
     """Each producing workload against its plan (spark_reports/load_plan.py)."""
-    load = summary.get("load")
-    if load is None:
+    load = summary.load
+    if not load:                            # the history was refused: no load was measured
         return ""
     head = "<h2>Load against its plan</h2>"
     if not load.get("judged"):
@@ -223,14 +226,14 @@ def _cell(col: str, v: Any, t0_us: int) -> Any:
     return json.dumps(v) if isinstance(v, (list, dict)) else v
 
 
-def _anomalies(summary: dict, samples: dict, run: RunFacts,
+def _anomalies(summary: Summary, samples: dict, run: RunFacts,
                colours: Mapping[str, str] | None = None) -> str:
     """Each checked family's section: its words, its kinds and their counts, its rows in
     words, the first of its rows."""
-    an = summary.get("anomalies") or {}
+    an = summary.anomalies
     if not an:
         return "<p class='muted'>not computed</p>"
-    failed = {c["expectation"].split()[0] for c in (summary.get("verdict") or {}).get("checks") or []
+    failed = {c["expectation"].split()[0] for c in summary.verdict.get("checks") or []
               if c["status"] == "failed"}
     html = []
     for family in FAMILIES:
@@ -240,19 +243,19 @@ def _anomalies(summary: dict, samples: dict, run: RunFacts,
     return "".join(html)
 
 
-def _family_section(family, shown: list, summary: dict, samples: dict, run: RunFacts,
+def _family_section(family, shown: list, summary: Summary, samples: dict, run: RunFacts,
                     failed: set[str], colours: Mapping[str, str] | None = None) -> str:
-    an = summary.get("anomalies") or {}
+    an = summary.anomalies
     html = [f"<h3>{escape(family.title)}</h3>"]
     html += [f"<p>{escape(line)}</p>" for line in family.words(summary)]
-    faults = (summary.get("metrics") or {}).get("fault_windows") or []
+    faults = summary.metrics.get("fault_windows") or []
     html += [_img(plots.series_png(title, ylabel, rows, keys, faults, run.t0_us,
                                    fault_colours=colours), title)
              for title, ylabel, rows, keys in family.series(summary)]
     html.append(_table(["anomaly", "count", "rule"], [[k.name, an.get(k.name), k.rule] for k in shown],
                        [_row_class(k, an.get(k.name) or 0, failed) for k in shown]))
     said = [f"<li>{escape(explain(k.name, g, run))}</li>"
-            for k in shown for g in (summary.get("anomaly_explanations") or {}).get(k.name, [])]
+            for k in shown for g in summary.anomaly_explanations.get(k.name, [])]
     said += [f"<li>{escape(k.row_words(r, run))}</li>" for k in shown if k.row_words
              for r in ((samples.get("anomalies") or {}).get(k.name) or [])[:ROWS_IN_WORDS]]
     if said:
@@ -285,17 +288,17 @@ def _latency_rows(metrics: dict) -> str:
     return _table(["latency (ms)", "records", "p50", "p99", "p99.9", "max"], rows)
 
 
-def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
+def render_report(summary: Summary, scenario: dict | None, manifest: dict | None,
                   samples: dict, *, fault_colours: Mapping[str, str] | None = None) -> str:
     """The page. `fault_colours`: each fault name's plot colour (faults.catalog's
     `fault_colours()`; without it every fault band is grey)."""
-    m = summary.get("metrics") or {}
+    m = summary.metrics
     per_sec = m.get("per_second") or []
     t0 = m.get("run_start_us") or (per_sec[0]["second"] * 1_000_000 if per_sec else 0)
     run = RunFacts.of(summary, t0)
     parts = [f"<!doctype html><html><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width'>"
-             f"<title>harness report {escape(str(summary.get('run_id')))}</title>"
+             f"<title>harness report {escape(str(summary.run_id))}</title>"
              f"<style>{CSS}</style></head><body>",
              _banner(summary, t0, (manifest or {}).get("start_us"))]
     if m:
@@ -308,13 +311,13 @@ def render_report(summary: dict, scenario: dict | None, manifest: dict | None,
     if m:
         parts.append(_leadership_and_recovery(summary, m, t0, fault_colours))
         parts.append("<h2>Latency</h2>" + _latency_rows(m))
-    parts.append(_counts(summary.get("counts") or {}))
+    parts.append(_counts(summary.counts))
     parts.append(_configuration(summary, scenario, manifest))
-    notes = summary.get("notes") or []
+    notes = summary.notes
     if notes:
         parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{escape(n)}</li>" for n in notes) + "</ul>")
-    parts.append(f"<p class='muted'>generated {escape(str(summary.get('generated_at')))} in "
-                 f"{_fmt(summary.get('verify_seconds'))} s</p></body></html>")
+    parts.append(f"<p class='muted'>generated {escape(str(summary.generated_at))} in "
+                 f"{_fmt(summary.verify_seconds)} s</p></body></html>")
     return "".join(parts)
 
 
@@ -339,11 +342,11 @@ def _throughput(m: dict, t0: int, colours: Mapping[str, str] | None) -> str:
               f"active seconds; peak acked {_fmt(tp.get('acked_per_s_max'))}/s.</p>")
 
 
-def _leadership_and_recovery(summary: dict, m: dict, t0: int,
+def _leadership_and_recovery(summary: Summary, m: dict, t0: int,
                              colours: Mapping[str, str] | None) -> str:
     faults = m.get("fault_windows") or []
-    tl = summary.get("timeline") or {}
-    marks = {k.name: (summary.get("anomaly_explanations") or {}).get(k.name) or []
+    tl = summary.timeline
+    marks = {k.name: summary.anomaly_explanations.get(k.name) or []
              for k in KINDS if k.mark}
     brokers = {int(k): v for k, v in (tl.get("brokers") or {}).items()}
     out = ["<h2>Leadership, ISR and unavailability</h2>",
@@ -355,7 +358,7 @@ def _leadership_and_recovery(summary: dict, m: dict, t0: int,
     labels = {f["fault_id"]: f.get("label") or f["name"] for f in faults}
     out.append(_changes(tl.get("observations") or [], brokers, labels, t0, opened=not faults))
     un = m.get("unavailability") or []
-    thr = (summary.get("config") or {}).get("unavailability_threshold_s")
+    thr = summary.config.get("unavailability_threshold_s")
     out.append(f"<p>Unavailability windows (no successful ack for more than {_fmt(thr)} s "
                f"while sends were pending; not before a partition's first ack): {len(un)}</p>")
     if un:
@@ -417,15 +420,15 @@ def _changes(observations: list[dict], brokers: dict, labels: dict, t0: int, ope
             + "</details>")
 
 
-def _configuration(summary: dict, scenario: dict | None, manifest: dict | None) -> str:
-    cfg = summary.get("config") or {}
+def _configuration(summary: Summary, scenario: dict | None, manifest: dict | None) -> str:
+    cfg = summary.config
     facts, src = cfg.get("facts") or {}, cfg.get("fact_sources") or {}
     out = ["<h2>Configuration</h2>",
            _table(["fact", "value", "from"],
                   [[k, "unknown" if v is None else str(v).lower(), src.get(k)]
                    for k, v in facts.items()]),
            f"<p>Expectations from: {escape(str(cfg.get('expectations_from')))}</p>"]
-    checks = (summary.get("verdict") or {}).get("checks") or []
+    checks = summary.verdict.get("checks") or []
     if checks:
         out.append(_table(["expectation", "actual", "status", "reason"],
                           [[c["expectation"], c["actual"], c["status"], c["reason"]]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from families import FAMILIES
-from spark_reports.metrics import DEFAULT_UNAVAILABILITY_THRESHOLD_S
+from families.records.availability import DEFAULT_UNAVAILABILITY_THRESHOLD_S
 from verifiers.expectations import ExpectationSet, load_expectations
 from verifiers.facts import FACTS, durable
 

@@ -31,7 +31,8 @@ from workloads.java_clients import _properties
 # warnings (a class archive it cannot use) go to stderr, not to stdout, our JSON lines.
 JVM_OPTS = "-Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xlog:disable -Xlog:all=warning:stderr"
 TRAIN_TIMEOUT_S = 120
-# what every program extends: its JSON lines, timing marks and error texts
+# what every program extends: its JSON lines, timing marks and error texts, and the
+# long-running programs' main (Lines.runProgram)
 SHARED_SOURCES = (Path(__file__).parent / "java" / "Lines.java",)
 
 

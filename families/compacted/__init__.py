@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from families.base import Family, RunData
+from families.base import Family, RunData, SummaryKeys
 from families.compacted.kinds import KINDS
 from families.compacted.section import (
     CLEANED_EVENT,
@@ -64,7 +64,7 @@ def _metrics(data: RunData) -> dict:
                        "max_cleaner_wait_s": max(waits) if waits else 0}}
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     out = []
     for topic, m in (summary.get("compacted") or {}).items():
         parts = [p for p in m["partitions"] if p.get("passed")]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 
-from families.base import Family, RunData
+from families.base import Family, RunData, SummaryKeys
 from families.pipelines.kinds import KINDS
 from families.pipelines.section import FACT_DOCS, facts
 
@@ -64,7 +64,7 @@ def _metrics(data: RunData) -> dict:
             "counts": {"pipeline_txn_aborted": sum(m.get("aborted", 0) for m in pipes.values())}}
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     return [f"{name} ({m.get('processing')}): {m.get('outputs', 0)} outputs, "
             f"{m.get('committed', 0)} transactions committed, {m.get('aborted', 0)} aborted "
             f"(of the instances' last stats; a killed instance's last ones are lost with it); "

@@ -1,13 +1,15 @@
 """The records family: producers (ours and Kafka's Java VerifiableProducer), consumer
 groups (ours and Kafka's VerifiableConsumer) and the final drain; the history's
 produced, consumed and commits tables; the checker over the records views
-(views.py, checker.py); its kinds (kinds.py); its section (section.py); its clients
+(views.py, checker.py); its kinds (kinds.py); its metrics (metrics.py: latencies,
+throughput, lag, unavailability, recovery, ISR); its section (section.py); its clients
 (clients.py)."""
 from __future__ import annotations
 
-from families.base import Family
+from families.base import Family, SummaryKeys
 from families.records import section
 from families.records.kinds import KINDS
+from families.records.metrics import records_metrics
 
 
 def _start(ctx, workload):
@@ -15,7 +17,7 @@ def _start(ctx, workload):
     return Workloads(ctx, workload)
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     c = summary.get("counts") or {}
     if not c:
         return []
@@ -30,4 +32,5 @@ FAMILY = Family(
     kinds=KINDS,
     # every scenario has producers (the builder refuses one without)
     named_by=lambda workload: True,
-    facts=section.facts, fact_docs=section.FACT_DOCS, start=_start, words=_words)
+    facts=section.facts, fact_docs=section.FACT_DOCS, start=_start, words=_words,
+    metrics=records_metrics)

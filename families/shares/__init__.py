@@ -6,7 +6,7 @@ acknowledgement in `share_deliveries` (workloads/share_log.py); its section
 """
 from __future__ import annotations
 
-from families.base import Family, RunData
+from families.base import Family, RunData, SummaryKeys
 from families.shares.kinds import KINDS
 from families.shares.metrics import COLUMNS, derived, share_metrics
 from families.shares.section import FACT_DOCS, facts
@@ -25,7 +25,7 @@ def _metrics(data: RunData) -> dict:
                        "share_archived": sum(g["archived"] for g in groups.values())}}
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     return [group_words(g, m) for g, m in (summary.get("share_groups") or {}).items()]
 
 
@@ -61,7 +61,7 @@ def _return_words(r: dict) -> str:
     return text
 
 
-def _series(summary: dict) -> list[tuple]:
+def _series(summary: SummaryKeys) -> list[tuple]:
     return [(f"Share group {g}: deliveries and acknowledgements", "records / s",
              m.get("per_second") or [], ("deliveries", "accept", "release", "reject"))
             for g, m in (summary.get("share_groups") or {}).items()]

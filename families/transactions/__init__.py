@@ -11,11 +11,11 @@ runs always were; its facts say whether the run was transactional.
 """
 from __future__ import annotations
 
-from families.base import Family
+from families.base import Family, SummaryKeys
 from families.transactions.kinds import KINDS
 
 
-def _words(summary: dict) -> list[str]:
+def _words(summary: SummaryKeys) -> list[str]:
     transactional = ((summary.get("config") or {}).get("facts") or {}).get("transactional")
     if transactional is False:
         return ["No producer of this run was transactional: nothing here could be torn."]

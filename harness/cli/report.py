@@ -11,6 +11,7 @@ import yaml
 from core.errors import HarnessError
 from faults.catalog import fault_colours
 from spark_reports.report_html import render_report
+from spark_reports.summary import Summary
 
 SAMPLE_ROWS = 20
 
@@ -37,7 +38,7 @@ def _read(path: Path, parse):
 def rerender(run_dir: str) -> Path:
     run = Path(run_dir)
     report = run / "report"
-    summary = _read(report / "summary.json", json.loads)
+    summary = _read(report / "summary.json", Summary.from_json)
     if summary is None:
         raise HarnessError(f"{run_dir}: no report/summary.json "
                            f"(fix: harness verify {run_dir} first)")

@@ -273,9 +273,9 @@ def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
     one `metadata-limited` observation each, which the report's "what else went wrong" names."""
     from clusters.observer import MetadataObserver
     from core.history import EventLog, read_table
+    from core.timeline import Observation, Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Observation, Timeline
 
     events = EventLog(tmp_path, "R1", writer_name="t")
     observer = MetadataObserver(cluster=None, events=events)
@@ -287,7 +287,7 @@ def test_what_the_credentials_hide_is_named_once_in_the_report(tmp_path):
     assert row["target"] == "controller" and json.loads(row["detail"])["reason"] == why
     tl = Timeline(observations=[Observation(row["ts_us"], row["name"], row["target"], None, None, None, None,
                                             json.loads(row["detail"]))])
-    [problem] = find_problems(tl, {}, RunLocation.of(str(tmp_path)))
+    [problem] = find_problems(tl, RunLocation.of(str(tmp_path)))
     assert problem["kind"] == "observer"
     assert problem["text"] == f"the observer could not see the controller: {why}"
 
@@ -296,21 +296,21 @@ def test_broker_log_levels_a_broker_refused_are_named_among_what_else_went_wrong
     """A run stored when cluster.log_levels went through ConfigCommand at run time (before
     they were set at start): a broker that refused (an unknown logger, a tool not found)
     left the evidence out of its log, and re-verifying that run still says so."""
+    from core.timeline import Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Timeline
 
     why = "Invalid broker logger(s): kafka.coordinator.transaction"
     said = f"log4j:WARN Please initialize the log4j system properly.\n{why}\n"
     (tmp_path / "phases.json").write_text(json.dumps([
         {"name": "topics", "outcome": "ok", "start_us": 1, "end_us": 2,
          "detail": {"log_levels": {"kafka-1": "ok", "kafka-2": said, "kafka-3": said}}}]))
-    [problem] = find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path)))
+    [problem] = find_problems(Timeline(observations=[]), RunLocation.of(str(tmp_path)))
     assert problem["kind"] == "log-levels"
     assert problem["text"] == f"cluster.log_levels not set on kafka-2, kafka-3: {why}"
     (tmp_path / "phases.json").write_text(json.dumps([
         {"name": "topics", "outcome": "ok", "detail": {"log_levels": {"kafka-1": "ok"}}}]))
-    assert find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path))) == []
+    assert find_problems(Timeline(observations=[]), RunLocation.of(str(tmp_path))) == []
 
 
 def test_a_refused_describe_quorum_leaves_the_controller_unknown_not_made_up(tmp_path, monkeypatch):
@@ -382,9 +382,9 @@ def test_what_the_run_could_not_delete_on_an_external_cluster_is_named(tmp_path,
     from confluent_kafka import KafkaError, KafkaException
 
     import clusters.external as ext
+    from core.timeline import Timeline
     from spark_reports.problems import find_problems
     from spark_reports.storage import RunLocation
-    from spark_reports.timeline import Timeline
 
     monkeypatch.setenv("KH_TEST_PW", "pw")
 
@@ -413,7 +413,7 @@ def test_what_the_run_could_not_delete_on_an_external_cluster_is_named(tmp_path,
     (tmp_path / "phases.json").write_text(json.dumps([
         {"name": "cluster-stop", "outcome": "ok", "start_us": 1, "end_us": 2,
          "detail": {"left_on_cluster": cluster.left_behind}}]))
-    [problem] = find_problems(Timeline(observations=[]), {}, RunLocation.of(str(tmp_path)))
+    [problem] = find_problems(Timeline(observations=[]), RunLocation.of(str(tmp_path)))
     assert problem["kind"] == "left-on-cluster"
     assert problem["text"] == ("the run could not remove from the external cluster: "
                                f"group {cluster.prefix}g0 (GROUP_AUTHORIZATION_FAILED), "

@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import json
 
+from core.timeline import parse_events, touched_partitions
+from families.records.availability import recovery, window_owner
+from families.records.isr import isr_by_fault
 from harness.run.end_table import recovery_rows
 from spark_reports.explain import RunFacts, fault_story
-from spark_reports.isr import isr_by_fault
-from spark_reports.metrics import recovery, window_owner
 from spark_reports.problems import fault_errors, find_problems, summarize_fault_errors
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary
-from spark_reports.timeline import parse_events, touched_partitions
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
 
@@ -86,7 +86,7 @@ def test_the_fault_table_and_the_story_say_what_failed_not_what_it_would_have_do
     assert pause_row[0] == "timeline[1] pause"
     assert pause_row[1] == f"not injected: {NOT_RUNNING}"
     assert "alive but silent" not in " ".join(pause_row)
-    story = fault_story(rec[1], None, summary, RunFacts(T0))
+    story = fault_story(rec[1], None, Summary.from_dict(summary), RunFacts(T0))
     text = " ".join(s for _, s in story)
     assert f"could not be injected: {NOT_RUNNING}" in text
     assert "alive but silent" not in text and "injected: kafka-2 paused" not in text
@@ -118,7 +118,7 @@ def test_fault_errors_count_each_fault_once(tmp_path):
     [err] = fault_errors(tl, _loc(tmp_path, planned))
     assert (err["fault_id"], err["inject_error"], err["heal_error"]) == (
         "pause-1", NOT_RUNNING, "APIError: 409")
-    problems = find_problems(tl, {}, _loc(tmp_path))
+    problems = find_problems(tl, _loc(tmp_path))
     assert [p["kind"] for p in problems].count("fault-error") == 1
 
 

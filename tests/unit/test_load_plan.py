@@ -12,13 +12,13 @@ import pytest
 
 from core.errors import SpecError
 from core.history import HistoryWriter
+from core.timeline import Timeline
 from harness.run.end_table import load_rows
 from harness.scenario import parse_scenario
 from harness.scenario.yamlsource import load_yaml
 from spark_reports.load_plan import LoadPlan, measure, read_sends, summarize_load
 from spark_reports.storage import RunLocation
 from spark_reports.summary import Summary
-from spark_reports.timeline import Timeline
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
 

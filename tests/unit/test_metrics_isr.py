@@ -1,4 +1,4 @@
-"""spark_reports.isr: ISR shrink and regrowth per fault, one case per clause of its
+"""families.records.isr: ISR shrink and regrowth per fault, one case per clause of its
 docstring, and the expectation metrics read from it (isr_shrinks, max_isr_restore_s,
 acked_during_faults)."""
 from __future__ import annotations
@@ -7,8 +7,8 @@ import math
 
 import pytest
 
-from spark_reports.isr import isr_by_fault
-from spark_reports.timeline import FaultWindow, Observation, Timeline
+from core.timeline import FaultWindow, Observation, Timeline
+from families.records.isr import isr_by_fault
 from verifiers.verdict import metric_value
 
 S = 1_000_000
@@ -91,7 +91,7 @@ def test_a_summary_from_before_these_metrics_is_not_judged():
 
 
 def test_a_fault_is_wholly_in_effect_from_the_end_of_its_inject():
-    from spark_reports.timeline import parse_events
+    from core.timeline import parse_events
     rows = [{"ts_us": 10 * S, "kind": "fault", "name": "kill", "target": "kafka-1,kafka-3",
              "detail": '{"fault_id": "k", "inject_s": 0.25}'},
             {"ts_us": 20 * S, "kind": "fault", "name": "pause", "target": "kafka-2",

@@ -1,5 +1,5 @@
-"""metrics._lag_series: consumer lag per second and the longest stall (claim 12)."""
-from spark_reports.metrics import _lag_series
+"""families.records.throughput._lag_series: consumer lag per second and the longest stall (claim 12)."""
+from families.records.throughput import _lag_series
 from verifiers.verdict import metric_value
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from spark_reports.metrics import recovery
-from spark_reports.timeline import AFTER_HEAL_US, FaultWindow, Observation, Timeline, touched_partitions
+from core.timeline import AFTER_HEAL_US, FaultWindow, Observation, Timeline, touched_partitions
+from families.records.availability import recovery
 
 S = 1_000_000
 PARTS = [("t", 0), ("t", 1)]
@@ -127,7 +127,7 @@ def test_overlapping_faults_a_window_seen_after_the_later_injection_is_the_later
 
 def test_a_window_more_than_10_s_after_a_heal_belongs_to_no_fault():
     tl = Timeline(faults=[_f("kill-a", 10, 20)])
-    from spark_reports.metrics import window_owner
+    from families.records.availability import window_owner
     late, near = _window(0, 30.5, 33), _window(0, 28, 29.5)
     assert window_owner(tl, late, S) == "none"                      # seen at 31.5 > 20 + 10
     assert window_owner(tl, near, S) == "kill-a"                    # seen at 29 <= 30

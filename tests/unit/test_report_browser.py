@@ -13,6 +13,7 @@ import pytest
 from test_report_html import T0, _deposed_summary  # same dir: pytest puts it on sys.path
 
 from spark_reports.report_html import render_report
+from spark_reports.summary import Summary
 from verifiers.expectations import load_expectations
 from verifiers.verdict import judge
 
@@ -66,6 +67,6 @@ def test_the_banner_gives_the_reason_and_nothing_is_wider_than_the_page(tmp_path
     summary["counts"] = {f"count_{i}": 10 ** i for i in range(14)}   # a long row of counts
     summary["problems"] = [{"kind": "workload-died", "at_us": T0 + 3_000_000,
                             "text": "producer p0 died (a fatal client error): " + "x" * 400}]
-    m = _measure(render_report(summary, {"name": "s"}, {"run_id": "r"}, _wide_samples()), tmp_path)
+    m = _measure(render_report(Summary.from_dict(summary), {"name": "s"}, {"run_id": "r"}, _wide_samples()), tmp_path)
     assert m["banner"] == "PASSED: lost > 0 was expected: 4\u2009841 lost on t-0 (4\u2009841)"
     assert m["page"] <= 1400 and m["wide"] == [] and m["scroll"] <= m["page"], m

@@ -6,6 +6,7 @@ import re
 import xml.etree.ElementTree as ET
 
 from spark_reports.report_html import render_report
+from spark_reports.summary import Summary
 from verifiers.expectations import load_expectations
 from verifiers.junit import verdict_junit as junit_xml
 from verifiers.verdict import judge, unknown
@@ -75,7 +76,7 @@ def test_page_has_banner_plots_tables_and_escapes():
     samples = {"anomalies": {"lost": [{"record_id": "p0-1", "topic": "t", "partition": 0,
                                        "ack_ts_us": T0 + 2_500_000}]},
                "columns": {"lost": ["record_id", "topic", "partition", "ack_ts_us"]}}
-    page = render_report(_summary(v), {"producer": {"acks": "all"}}, None, samples)
+    page = render_report(Summary.from_dict(_summary(v)), {"producer": {"acks": "all"}}, None, samples)
     assert ("<div class='banner failed'><h1>FAILED: lost == 0 was violated: 2 lost on t-0 "
             "(14\u2009840)</h1><div>run r-&lt;1&gt;</div><ul><li>\u2717 lost == 0 was violated") in page
     pngs = re.findall(r"data:image/png;base64,([A-Za-z0-9+/=]+)", page)
@@ -92,7 +93,7 @@ def test_anomalies_are_said_in_words_with_readable_times():
               load_expectations("- lost == 0\n", "e"), {}, {})
     samples = {"anomalies": {"lost": [{"record_id": "p0-1", "ack_ts_us": T0 + 2_500_000}]},
                "columns": {"lost": ["record_id", "ack_ts_us"]}}
-    page = render_report(_summary(v), None, None, samples)
+    page = render_report(Summary.from_dict(_summary(v)), None, None, samples)
     assert ("14\u2009840 acknowledged records of t-0 were lost; kafka-1 acknowledged them between "
             "+2.1 s and +2.9 s, while pause was active.") in page
     # seconds since the start and wall clock; never the raw microsecond integer
@@ -103,7 +104,7 @@ def test_anomalies_are_said_in_words_with_readable_times():
 def test_unknown_page_and_junit():
     v = unknown("malformed history:\n  history/consumed: table 'consumed' is missing")
     s = {"run_id": "r", "verdict": v.to_dict(), "config": {}, "verify_seconds": 0.1}
-    page = render_report(s, None, None, {})
+    page = render_report(Summary.from_dict(s), None, None, {})
     assert "banner unknown" in page and "table &#x27;consumed&#x27; is missing" in page
     root = ET.fromstring(junit_xml("r", v, 0.1))
     assert root.get("errors") == "1"
@@ -146,7 +147,7 @@ def _deposed_summary(verdict) -> dict:
 def test_a_deposed_leaders_losses_name_it_the_election_it_missed_and_its_return():
     v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
               load_expectations("- lost > 0\n", "e"), {}, {})
-    page = render_report(_deposed_summary(v), None, None, {})
+    page = render_report(Summary.from_dict(_deposed_summary(v)), None, None, {})
     assert ("4\u2009841 acknowledged records of t-0 were lost. kafka-1 acknowledged them after "
             "timeline[1] partition began (+2.0 s: kafka-1 cut off from every other node; clients "
             "still reach it) and after the controller had elected kafka-2 (+2.1 s), between "
@@ -156,7 +157,7 @@ def test_a_deposed_leaders_losses_name_it_the_election_it_missed_and_its_return(
 def test_the_banner_says_why_a_run_with_losses_passed_and_the_expected_kind_is_amber():
     v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
               load_expectations("- lost > 0\n", "e"), {}, {})
-    page = render_report(_deposed_summary(v), None, None, {})
+    page = render_report(Summary.from_dict(_deposed_summary(v)), None, None, {})
     assert "<h1>PASSED: lost &gt; 0 was expected: 4\u2009841 lost on t-0 (4\u2009841)</h1>" in page
     assert "<tr class='expected'><td>lost</td>" in page and "class='bad'" not in page
 
@@ -164,7 +165,7 @@ def test_the_banner_says_why_a_run_with_losses_passed_and_the_expected_kind_is_a
 def test_each_fault_is_told_in_the_scenarios_words_with_what_the_cluster_did():
     v = judge({"anomalies": {"lost": 4841}, "counts": {}, "metrics": {}},
               load_expectations("- lost > 0\n", "e"), {}, {})
-    page = render_report(_deposed_summary(v), None, None, {})
+    page = render_report(Summary.from_dict(_deposed_summary(v)), None, None, {})
     story = page[page.index("<h2>What each fault did</h2>"):page.index("<h2>Anomalies</h2>")]
     assert "<h3>timeline[1] partition" in story
     rows = re.findall(r"<tr><td>([^<]*)</td><td>([^<]*)</td></tr>", story)
@@ -182,11 +183,11 @@ def test_what_else_went_wrong_is_listed_and_says_so_when_nothing_did():
     s = _summary(v)
     s["problems"] = [{"kind": "workload-died", "at_us": T0 + 3_000_000,
                       "text": "producer p0 died (a fatal client error): KafkaException"}]
-    page = render_report(s, None, None, {})
+    page = render_report(Summary.from_dict(s), None, None, {})
     assert ("<h2>What else went wrong</h2><ul><li>+3.000 s (22:13:23.000 UTC): producer p0 died "
             "(a fatal client error): KafkaException</li></ul>") in page
     s["problems"] = []
-    assert "Nothing: every workload ran to the end" in render_report(s, None, None, {})
+    assert "Nothing: every workload ran to the end" in render_report(Summary.from_dict(s), None, None, {})
 
 
 def test_a_leader_that_acknowledged_while_the_partition_had_no_leader_was_deposed_too():
@@ -198,7 +199,7 @@ def test_a_leader_that_acknowledged_while_the_partition_had_no_leader_was_depose
                                              "fault_id": "f1"})
     s["anomaly_explanations"]["lost"][0].update(elected_leader=None, first_ack_us=T0 + 2_060_000,
                                                 last_ack_us=T0 + 2_090_000)
-    page = render_report(s, None, None, {})
+    page = render_report(Summary.from_dict(s), None, None, {})
     assert ("kafka-1 acknowledged them after timeline[1] partition began (+2.0 s: kafka-1 cut off "
             "from every other node; clients still reach it) and after the controller had left t-0 "
             "without a leader (+2.0 s), between +2.1 s and +2.1 s") in page
@@ -212,7 +213,7 @@ def test_a_run_whose_producer_died_fails_and_the_banner_says_who_and_why():
     summary["problems"] = [{"kind": "workload-died", "at_us": T0 + 3_000_000,
                             "text": "producer p0 died (a fatal client error): KafkaException: "
                                     "INVALID_TXN_STATE; its load stopped there"}]
-    page = render_report(summary, None, None, {})
+    page = render_report(Summary.from_dict(summary), None, None, {})
     assert ("<h1>FAILED: workload_deaths == 0 was violated: producer p0 died (a fatal client "
             "error): KafkaException: INVALID_TXN_STATE; its load stopped there</h1>") in page
 
@@ -220,14 +221,14 @@ def test_a_run_whose_producer_died_fails_and_the_banner_says_who_and_why():
 def test_each_checked_family_has_its_own_section_in_its_words():
     s = {"anomalies": {"lost": 0, "aborted_read": 0}, "counts": {"sent": 10, "acked": 9},
          "config": {"facts": {"transactional": False}}, "verdict": {"checks": []}}
-    page = render_report(s, None, None, {})
+    page = render_report(Summary.from_dict(s), None, None, {})
     records = page.index("Records: producers, consumer groups and the drain")
     txn = page.index("<h3>Transactions</h3>")
     assert records < txn
     assert "10 records sent: 9 acknowledged" in page[records:txn]
     assert "No producer of this run was transactional" in page[txn:]
     # a family none of whose kinds was checked gets no section
-    assert "<h3>Transactions</h3>" not in render_report({**s, "anomalies": {"lost": 0}}, None, None, {})
+    assert "<h3>Transactions</h3>" not in render_report(Summary.from_dict({**s, "anomalies": {"lost": 0}}), None, None, {})
 
 
 def test_a_compacted_topics_keys_are_said_one_by_one():
@@ -244,7 +245,7 @@ def test_a_compacted_topics_keys_are_said_one_by_one():
     back = {**row, "key": "k3", "tombstone": True, "age_ms": 95_000.0, "delete_retention_ms": 1000,
             "cleaned_to": 6000, "older_offset": 4001, "older_version": 40}
     samples = {"anomalies": {"compaction_stale": [row, gone], "compaction_resurrected": [back]}}
-    page = render_report(summary, None, None, samples)
+    page = render_report(Summary.from_dict(summary), None, None, samples)
     assert ("key k17 on state-1: last acknowledged v42 at +2.5 s (offset 5012, while pause was "
             "active); the compacted log still holds v41 at offset 4999.") in page
     assert ("key k18 on state-1: last acknowledged v42 at +2.5 s (offset 5012); the compacted "

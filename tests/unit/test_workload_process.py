@@ -39,8 +39,8 @@ def test_a_producer_that_dies_says_why_and_is_counted_once(tmp_path):
     and the checker counts one death, not two; a kill of ours is no death."""
     from core.context import RunContext
     from core.history import EventLog, read_table
+    from core.timeline import parse_events
     from spark_reports.problems import workload_deaths
-    from spark_reports.timeline import parse_events
     from workloads.producer import ProducerProcess
     from workloads.spec import ProducerSpec
 

@@ -1,10 +1,74 @@
+import java.util.HashMap;
+import java.util.Map;
+
 /**
- * What our Java programs (TxnProducer, ShareMember, PipelineProcessor) share: their JSON
- * lines on stdout (the harness reads one object per line) and their timing marks and
- * error texts on stderr. Each program extends it and is compiled with it
- * (workloads/java_build.py).
+ * What our Java programs (TxnProducer, ShareMember, PipelineProcessor, StreamsProcessor)
+ * share: their JSON lines on stdout (the harness reads one object per line), their
+ * timing marks and error texts on stderr, their options, and the long-running ones'
+ * main (runProgram: the training run, SIGTERM, the exit code). Each program extends it
+ * and is compiled with it (workloads/java_build.py).
  */
 class Lines {
+    static final int EXIT_FATAL = 3;
+
+    /** A long-running program, as runProgram runs it. */
+    interface Program {
+        /** The run, until it ends or stop() is called; its exit code. */
+        int run() throws Exception;
+
+        /** `--train 1`: the class archive's training run, with no cluster: the classes a
+         *  run loads are loaded; a normal exit follows, at which the JVM writes them. */
+        void train() throws Exception;
+
+        /** SIGTERM: end the run as the program ends it (its batch, a commit, a close). */
+        void stop();
+    }
+
+    /** A program made from its options (its constructor). */
+    interface Maker {
+        Program make(Map<String, String> opt) throws Exception;
+    }
+
+    /** "--name value" pairs: name -> value. */
+    static Map<String, String> options(String[] args) {
+        Map<String, String> opt = new HashMap<>();
+        for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
+        return opt;
+    }
+
+    /** A long-running program's main: made from its options; trained and exited with
+     *  `--train`; else run, SIGTERM calling stop() and then waiting up to stopWaitMs for
+     *  the run to end. Exit: the run's code, EXIT_FATAL when it could not start or
+     *  threw (an `error` line, fatal, says why). halt, not exit: the shutdown hook is
+     *  waiting for this thread. */
+    static void runProgram(String[] args, Maker maker, long stopWaitMs) {
+        mark("main");
+        Map<String, String> opt = options(args);
+        int code;
+        try {
+            Program p = maker.make(opt);
+            if (opt.containsKey("train")) {
+                p.train();
+                System.exit(0);
+            }
+            Thread main = Thread.currentThread();
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+                p.stop();
+                try {
+                    main.join(stopWaitMs);
+                } catch (InterruptedException ignored) {
+                }
+            }));
+            code = p.run();
+        } catch (Exception e) {
+            error(e, "start", true);
+            e.printStackTrace();
+            code = EXIT_FATAL;
+        }
+        System.out.flush();
+        Runtime.getRuntime().halt(code);
+    }
+
     /** µs since the epoch (Instant.now() has µs on Linux since Java 15; ms before). */
     static long nowUs() {
         java.time.Instant t = java.time.Instant.now();
@@ -41,6 +105,13 @@ class Lines {
         long jvm = java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime();
         System.err.println("[" + java.time.Instant.now() + "] harness: " + what + " (+"
                 + (System.currentTimeMillis() - jvm) + " ms since the JVM started)");
+    }
+
+    /** An `error` line {err, reason: "<during>: <the exception and its causes>", fatal};
+     *  the exception's name. */
+    static String error(Throwable e, String during, boolean fatal) {
+        emit("error", "err", q(errName(e)), "reason", q(during + ": " + reason(e)), "fatal", Boolean.toString(fatal));
+        return errName(e);
     }
 
     static String errName(Throwable e) {

@@ -77,8 +77,7 @@ import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.kafka.common.utils.AppInfoParser;
 
-public class PipelineProcessor extends Lines implements ConsumerRebalanceListener {
-    static final int EXIT_FATAL = 3;
+public class PipelineProcessor extends Lines implements ConsumerRebalanceListener, Lines.Program {
     static final Duration POLL = Duration.ofMillis(100), CLOSE = Duration.ofSeconds(10);
     static final long STATS_EVERY_MS = 5000;
     // workloads/records.py: our producers' record_id, and Kafka's VerifiableProducer's "N.k"
@@ -121,11 +120,6 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
     }
 
     // -- output -------------------------------------------------------------------------
-    static String error(Throwable e, String during, boolean fatal) {
-        emit("error", "err", q(errName(e)), "reason", q(during + ": " + reason(e)), "fatal", Boolean.toString(fatal));
-        return errName(e);
-    }
-
     String stats() {
         return "\"begun\":" + begun + ",\"committed\":" + committed + ",\"aborted\":" + aborted
                 + ",\"outputs\":" + outputs + ",\"restores\":" + restores;
@@ -526,7 +520,8 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
         if (!stopping) makeClients();
     }
 
-    int run() {
+    @Override
+    public int run() {
         admin = Admin.create(conf("client.id", name + "-admin"));
         startLine();
         makeClients();
@@ -552,55 +547,39 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
         return code;
     }
 
+    /** SIGTERM: the batch ends, the clients close. */
+    @Override
+    public void stop() {
+        stopping = true;
+    }
+
     /** `--train 1`: the class archive's training run, with no cluster: the classes a run
      *  loads are loaded (the clients made, a value made and parsed, lines printed), then
      *  a normal exit, at which the JVM writes them. */
-    static void train(PipelineProcessor p) {
-        p.admin = Admin.create(p.conf("client.id", "train-admin", "request.timeout.ms", 500,
+    @Override
+    public void train() {
+        admin = Admin.create(conf("client.id", "train-admin", "request.timeout.ms", 500,
                 "default.api.timeout.ms", 1000));
-        p.producer = new KafkaProducer<>(p.conf("max.block.ms", 500, "transactional.id", "train"),
+        producer = new KafkaProducer<>(conf("max.block.ms", 500, "transactional.id", "train"),
                 new ByteArraySerializer(), new ByteArraySerializer());
         try {
-            p.producer.initTransactions();
+            producer.initTransactions();
         } catch (KafkaException e) {
             error(e, "initTransactions", false);
         }
-        p.consumer = new KafkaConsumer<>(p.conf("group.id", "train", "isolation.level", "read_committed"),
+        consumer = new KafkaConsumer<>(conf("group.id", "train", "isolation.level", "read_committed"),
                 new ByteArrayDeserializer(), new ByteArrayDeserializer());
-        p.consumer.subscribe(java.util.Collections.singletonList("t"), p);
-        p.consumer.poll(Duration.ofMillis(300));
+        consumer.subscribe(java.util.Collections.singletonList("t"), this);
+        consumer.poll(Duration.ofMillis(300));
         emit("commit", "ok", "true", "err", q(null), "offsets", "[]");
-        countOf(p.outputValue(String.valueOf(recordIdOf("p0-1 x".getBytes(StandardCharsets.UTF_8))), 1L));
-        p.statsLine("pipeline-stats");
-        p.consumer.close(Duration.ZERO);
-        p.producer.close(Duration.ZERO);
-        p.admin.close(Duration.ZERO);
-        System.exit(0);
+        countOf(outputValue(String.valueOf(recordIdOf("p0-1 x".getBytes(StandardCharsets.UTF_8))), 1L));
+        statsLine("pipeline-stats");
+        consumer.close(Duration.ZERO);
+        producer.close(Duration.ZERO);
+        admin.close(Duration.ZERO);
     }
 
     public static void main(String[] args) {
-        mark("main");
-        Map<String, String> opt = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        int code;
-        try {
-            PipelineProcessor p = new PipelineProcessor(opt);
-            if (opt.containsKey("train")) train(p);
-            Thread main = Thread.currentThread();
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                p.stopping = true;             // SIGTERM: the batch ends, the clients close
-                try {
-                    main.join(30000);
-                } catch (InterruptedException ignored) {
-                }
-            }));
-            code = p.run();
-        } catch (Exception e) {
-            error(e, "start", true);
-            e.printStackTrace();
-            code = EXIT_FATAL;
-        }
-        System.out.flush();
-        Runtime.getRuntime().halt(code);
+        runProgram(args, PipelineProcessor::new, 30000);
     }
 }

@@ -25,7 +25,6 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -44,8 +43,7 @@ import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 
-public class ShareMember extends Lines {
-    static final int EXIT_FATAL = 3;
+public class ShareMember extends Lines implements Lines.Program {
     static final int HEAD_BYTES = 64;
     static final Duration POLL = Duration.ofMillis(200), COMMIT = Duration.ofSeconds(10),
             CLOSE = Duration.ofSeconds(10);
@@ -85,10 +83,6 @@ public class ShareMember extends Lines {
     }
 
     // -- output -------------------------------------------------------------------------
-    static void error(Throwable e, String during, boolean fatal) {
-        emit("error", "err", q(errName(e)), "reason", q(during + ": " + reason(e)), "fatal", Boolean.toString(fatal));
-    }
-
     static String where(ConsumerRecord<byte[], byte[]> r) {
         return q(r.topic()) + "," + r.partition() + "," + r.offset();
     }
@@ -224,7 +218,8 @@ public class ShareMember extends Lines {
         return true;
     }
 
-    int run() throws InterruptedException {
+    @Override
+    public int run() throws InterruptedException {
         makeConsumer();
         emit("start", "member", q(name), "group", q(group), "mode", q(mode), "client", q("java"));
         mark("subscribed");
@@ -246,46 +241,30 @@ public class ShareMember extends Lines {
         return code;
     }
 
+    /** SIGTERM: stop the loop, commit, close. */
+    @Override
+    public void stop() {
+        stopping = true;
+    }
+
     /** `--train 1`: the class archive's training run, with no cluster: the classes a run
      *  loads are loaded (the consumer made, a short poll, a commit, lines printed), then a
      *  normal exit, at which the JVM writes them. */
-    static void train(ShareMember m) {
-        m.makeConsumer();
-        emit("start", "member", q(m.name), "group", q(m.group), "mode", q(m.mode), "client", q("java"));
+    @Override
+    public void train() {
+        makeConsumer();
+        emit("start", "member", q(name), "group", q(group), "mode", q(mode), "client", q("java"));
         try {
-            m.consumer.poll(Duration.ofMillis(500));
+            consumer.poll(Duration.ofMillis(500));
         } catch (KafkaException | IllegalStateException e) {
             error(e, "poll", false);
         }
-        m.commitSync();
-        m.consumer.close(Duration.ZERO);
+        commitSync();
+        consumer.close(Duration.ZERO);
         emit("closed");
-        System.exit(0);
     }
 
     public static void main(String[] args) {
-        mark("main");
-        Map<String, String> opt = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        int code;
-        try {
-            ShareMember m = new ShareMember(opt);
-            if (opt.containsKey("train")) train(m);
-            Thread main = Thread.currentThread();
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                m.stopping = true;             // SIGTERM: stop the loop, commit, close
-                try {
-                    main.join(30000);
-                } catch (InterruptedException ignored) {
-                }
-            }));
-            code = m.run();
-        } catch (Exception e) {
-            error(e, "start", true);
-            e.printStackTrace();
-            code = EXIT_FATAL;
-        }
-        System.out.flush();
-        Runtime.getRuntime().halt(code);
+        runProgram(args, ShareMember::new, 30000);
     }
 }

@@ -76,8 +76,7 @@ import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
-public class StreamsProcessor extends Lines {
-    static final int EXIT_FATAL = 3;
+public class StreamsProcessor extends Lines implements Lines.Program {
     static final long STATS_EVERY_MS = 5000;
     static final Duration CLOSE = Duration.ofSeconds(30);
     static final String STORE = "counts";
@@ -225,11 +224,6 @@ public class StreamsProcessor extends Lines {
     }
 
     // -- what it says -------------------------------------------------------------------
-    static String error(Throwable e, String during, boolean fatal) {
-        emit("error", "err", q(errName(e)), "reason", q(during + ": " + reason(e)), "fatal", Boolean.toString(fatal));
-        return errName(e);
-    }
-
     /** The stream threads' commits (transactions under exactly_once_v2), -1 unknown;
      *  after close (its metrics gone) the last seen. */
     long commits() {
@@ -370,7 +364,8 @@ public class StreamsProcessor extends Lines {
         return s;
     }
 
-    int run() throws InterruptedException {
+    @Override
+    public int run() throws InterruptedException {
         startLine();
         streams = make();
         streams.start();
@@ -383,44 +378,28 @@ public class StreamsProcessor extends Lines {
         return fatal ? EXIT_FATAL : 0;
     }
 
+    /** SIGTERM: close (its last commit), then exit. */
+    @Override
+    public void stop() {
+        stopping = true;
+        done.countDown();
+    }
+
     /** `--train 1`: the classes a run loads, loaded with no cluster (the application
      *  made and started, a value made, lines printed), then a normal exit, at which the
      *  JVM writes them. */
-    static void train(StreamsProcessor p) throws InterruptedException {
-        p.streams = p.make();
-        p.streams.start();
+    @Override
+    public void train() throws InterruptedException {
+        streams = make();
+        streams.start();
         Thread.sleep(500);
-        p.statsLine("pipeline-stats");
+        statsLine("pipeline-stats");
         print("{\"ev\":\"recv\",\"ts\":" + nowUs() + ",\"recs\":[[0,0," + q("k") + ","
-                + q(recordIdOf(p.outputValue("p0-1", 1L))) + ",null]]}");
-        p.streams.close(Duration.ofSeconds(5));
-        System.exit(0);
+                + q(recordIdOf(outputValue("p0-1", 1L))) + ",null]]}");
+        streams.close(Duration.ofSeconds(5));
     }
 
     public static void main(String[] args) {
-        mark("main");
-        Map<String, String> opt = new HashMap<>();
-        for (int i = 0; i + 1 < args.length; i += 2) opt.put(args[i].replaceFirst("^--", ""), args[i + 1]);
-        int code;
-        try {
-            StreamsProcessor p = new StreamsProcessor(opt);
-            if (opt.containsKey("train")) train(p);
-            Thread main = Thread.currentThread();
-            Runtime.getRuntime().addShutdownHook(new Thread(() -> {
-                p.stopping = true;             // SIGTERM: close (its last commit), then exit
-                p.done.countDown();
-                try {
-                    main.join(40000);
-                } catch (InterruptedException ignored) {
-                }
-            }));
-            code = p.run();
-        } catch (Exception e) {
-            error(e, "start", true);
-            e.printStackTrace();
-            code = EXIT_FATAL;
-        }
-        System.out.flush();
-        Runtime.getRuntime().halt(code);
+        runProgram(args, StreamsProcessor::new, 40000);
     }
 }

@@ -58,8 +58,8 @@ def test_every_ack_names_the_leader_and_a_producer_that_dies_is_a_death(run):
     import signal
 
     from core.history import read_table
+    from core.timeline import parse_events
     from spark_reports.problems import workload_deaths
-    from spark_reports.timeline import parse_events
 
     topic = run.topic(3)
     leaders = {p.partition: p.leader for p in run.cluster.partitions(topic)}

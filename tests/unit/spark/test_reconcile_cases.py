@@ -628,13 +628,13 @@ def test_fault_windows_without_the_plain_test_give_the_same_metrics(verified, sp
     (the higher-order functions see every row): same metrics."""
     import shutil
 
-    import spark_reports.metrics as metrics
+    import families.records.throughput as throughput
     from verifiers.verify import verify_run
 
     run, summary = verified
     assert summary["metrics"]["fault_windows"] and summary["metrics"]["recovery"]
     shutil.copytree(run / "history", tmp_path / "history")
-    monkeypatch.setattr(metrics, "PLAIN_TESTS_MAX", 0)
+    monkeypatch.setattr(throughput, "PLAIN_TESTS_MAX", 0)
     again = verify_run(str(tmp_path), NO_HTML, spark=spark)
     assert again.summary["metrics"] == summary["metrics"]
 

@@ -16,7 +16,7 @@ partitions (null when one partition never got its ISR back).
 """
 from __future__ import annotations
 
-from spark_reports.timeline import FaultWindow, Observation, Timeline
+from core.timeline import FaultWindow, Observation, Timeline
 
 
 def isr_by_fault(tl: Timeline, touched: dict) -> list[dict]:
