@@ -33,6 +33,7 @@ def mirror_metrics(events: list[dict]) -> dict:
             "target_topics": config.get("target_topics"),
             "caught_up": None if caught is None else caught.get("caught_up"),
             "waited_s": None if caught is None else caught.get("waited_s"),
+            "mm2_killed": bool((caught or {}).get("mm2_killed")),
             "partitions_behind": [p for p in parts if not p.get("caught_up")]}
 
 
@@ -49,6 +50,8 @@ def _words(summary: dict) -> list[str]:
     if not m:
         return []
     mode = "with exactly-once support" if m["exactly_once"] else "at least once"
+    if m.get("mm2_killed"):
+        mode += ", killed and restarted once"
     topics = ", ".join(f"{s} → {t}" for s, t in (m.get("target_topics") or {}).items())
     wait = ("the mirror drain did not run" if m["caught_up"] is None else
             f"caught up after {m['waited_s']} s" if m["caught_up"] else

@@ -29,6 +29,7 @@ from core.context import RunContext
 from core.errors import HarnessError
 from families.mirror.catchup import CatchUpWait
 from families.mirror.jars import mirror_jars
+from families.mirror.kill import MirrorMakerKill
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
 from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, TARGET, target_topic
 from workloads.drain import drain as drain_topics
@@ -43,6 +44,7 @@ class MirrorWorkloads:
         self.ctx, self.spec = ctx, workload.mirror
         self.target: DockerCluster | None = None
         self.mm2: MirrorMaker | None = None
+        self.kill: MirrorMakerKill | None = None
         self._topics_seen = False
 
     @property
@@ -71,6 +73,8 @@ class MirrorWorkloads:
         self.ctx.finalizers.run(FINALIZER)
 
     def check(self) -> None:
+        if self.kill is not None and self.kill.down:
+            return                                   # killed on purpose: back in down_s
         if self.mm2 is not None and self.mm2.status() in ("exited", "dead", "removed"):
             tail = "\n".join(self.mm2.logs().splitlines()[-20:])
             raise HarnessError(f"MirrorMaker 2 ({self.mm2.name}) stopped on its own:\n{tail}")
@@ -86,6 +90,9 @@ class MirrorWorkloads:
         except Exception:  # noqa: BLE001 - the target busy: ask again next time
             have = set()
         self._topics_seen = want <= have
+        if self._topics_seen and self.spec.kill is not None and self.kill is None:
+            # at_s counts from here: MM2 copies from now on, however long it took to start
+            self.kill = MirrorMakerKill(self.mm2, self.spec.kill, self.ctx.events).start()
         return [] if self._topics_seen else [
             f"MirrorMaker 2 has not created {', '.join(sorted(want - have))} on the target"]
 
@@ -96,11 +103,14 @@ class MirrorWorkloads:
         """Wait for MM2 to catch up (bounded), read the target's mirrored topics whole,
         then remove MM2 and the target."""
         ctx, spec = self.ctx, self.spec
+        if self.kill is not None:
+            self.kill.cancel(restart=True)    # not played by now: not played (the event says)
         wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
                            offsets_topic(), self.isolation, spec.catch_up_timeout_s)
         caught_up = wait.run()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
-                        waited_s=wait.waited_s, partitions=wait.partitions)
+                        waited_s=wait.waited_s, partitions=wait.partitions,
+                        mm2_killed=self.kill is not None and self.kill.killed)
         if not caught_up:
             log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
                         wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
@@ -118,6 +128,8 @@ class MirrorWorkloads:
         """MM2's log and container, then the target's logs and the target; each step
         runs even when one before failed."""
         logs = self.ctx.run_dir / "logs"
+        if self.kill is not None:
+            self.kill.cancel(restart=False)
         try:
             if self.mm2 is not None and self.mm2.container is not None:
                 logs.mkdir(parents=True, exist_ok=True)

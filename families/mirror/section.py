@@ -14,6 +14,9 @@ scenario's topics from the run's cluster (the source) to a second cluster (the t
       sync_group_offsets: true      # the group offset sync to the target
       heap_mb: 256                  # MirrorMaker 2's JVM
       catch_up_timeout_s: 120       # the drain's bound on its wait for MM2 to catch up
+      kill: {at_s: 8, down_s: 5}    # MM2 killed (SIGKILL) at_s after it has created the
+                                    # mirrored topics (it copies from then on), started
+                                    # again down_s later (default: never)
 
 MirrorMaker 2 runs in dedicated mode from the Kafka image of the target's version (the
 usual place: beside the cluster it writes to; its Connect worker's internal topics and,
@@ -41,6 +44,7 @@ EXACTLY_ONCE_SINCE = (3, 5)
 # the family's events: its configuration (when MM2 starts) and the drain's catch-up wait
 CONFIG_EVENT = "mirror-config"
 CAUGHT_UP_EVENT = "mirror-caught-up"
+KILL_EVENT, RESTART_EVENT = "mirror-mm2-killed", "mirror-mm2-restarted"
 
 
 def target_topic(topic: str) -> str:
@@ -73,6 +77,15 @@ class TargetSpec(BaseModel):
                                 "default.replication.factor": n}))
 
 
+class MirrorKill(BaseModel):
+    """MirrorMaker 2 killed once and started again: what an operator's restart after a
+    crash does (the same configuration; its offsets in the target's internal topic).
+    The family's own, as a pipeline's churn is: the fault catalog has no MM2 target yet."""
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    at_s: float = Field(8.0, ge=0)
+    down_s: float = Field(5.0, ge=0)
+
+
 class MirrorSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: TargetSpec = TargetSpec()
@@ -82,6 +95,7 @@ class MirrorSpec(BaseModel):
     sync_group_offsets: bool = True
     heap_mb: int = Field(256, ge=128, le=2048)
     catch_up_timeout_s: float = Field(120.0, gt=0)
+    kill: MirrorKill | None = None
     # resolved by the builder: the source's exact version
     source_version: str = ""
 

@@ -95,3 +95,60 @@ def test_a_partition_is_caught_up_when_mm2_committed_its_last_record():
 def test_mirror_refuses_a_non_mapping():
     with pytest.raises(SpecError):
         mirror(["orders"])
+
+
+class _FakeMM2:
+    """Stands in for the container only: what the kill thread asked of it, in order."""
+    name = "mm2"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def kill(self):
+        self.calls.append("kill")
+
+    def restart(self):
+        self.calls.append("restart")
+
+
+class _Events:
+    def __init__(self):
+        self.names: list[str] = []
+
+    def emit(self, kind, name, target, **detail):
+        self.names.append(name)
+
+
+def test_the_mm2_kill_kills_then_restarts_after_down_s():
+    import time
+
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    mm2, events = _FakeMM2(), _Events()
+    k = MirrorMakerKill(mm2, MirrorKill(at_s=0.05, down_s=0.1), events).start()
+    time.sleep(0.5)
+    k.cancel(restart=True)
+    assert mm2.calls == ["kill", "restart"] and not k.down
+    assert events.names == ["mirror-mm2-killed", "mirror-mm2-restarted"]
+
+
+def test_a_cancel_while_mm2_is_down_restarts_it_only_when_asked():
+    import time
+
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    for restart, want in ((True, ["kill", "restart"]), (False, ["kill"])):
+        mm2 = _FakeMM2()
+        k = MirrorMakerKill(mm2, MirrorKill(at_s=0.0, down_s=30), _Events()).start()
+        time.sleep(0.2)
+        k.cancel(restart=restart)
+        assert mm2.calls == want and not k.down
+
+
+def test_a_kill_not_played_before_the_cancel_never_plays():
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    mm2 = _FakeMM2()
+    k = MirrorMakerKill(mm2, MirrorKill(at_s=30, down_s=1), _Events()).start()
+    k.cancel(restart=True)
+    assert mm2.calls == [] and not k.killed
