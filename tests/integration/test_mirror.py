@@ -1,7 +1,9 @@
 """One short mirrored run on real 3.9 clusters: a 3-broker source, a 1-broker target,
-MirrorMaker 2 in dedicated mode copying `orders` while a producer writes it and the
-source leader of orders-0 is killed mid-load (the built-in mirror-mm2-kill, shortened).
-Asserted from the history, not only the verdict: MM2 caught up (its committed offsets
+MirrorMaker 2 in dedicated mode copying `orders` while a producer writes it; MM2 is
+killed (SIGKILL) and started again, and the source leader of orders-0 is killed,
+mid-load (the built-in mirror-mm2-kill, shortened).
+Asserted from the history, not only the verdict: MM2 was killed and restarted; it
+caught up (its committed offsets
 reached every source partition's last record, a bounded wait); the mirror drain read
 the target's mirrored topic, its rows naming the target cluster; every acknowledged
 record the source's drain read is in the target topic; no copy made twice beyond
@@ -21,7 +23,7 @@ SCENARIO = "mirror-mm2-kill"
 
 
 @pytest.mark.timeout(900)
-def test_a_mirrored_topic_under_a_source_leader_kill(chaos_run):
+def test_a_mirrored_topic_under_an_mm2_kill_and_a_source_leader_kill(chaos_run):
     started = time.monotonic()
     result = chaos_run(SCENARIO, "workload.duration_s=20")
     run_dir = result.run_dir
@@ -29,8 +31,9 @@ def test_a_mirrored_topic_under_a_source_leader_kill(chaos_run):
     a = summary["anomalies"]
     assert a["mirror_lost"] == 0, a
     events = read_table(run_dir, "events").to_pandas()
+    assert set(events.name) >= {"mirror-mm2-killed", "mirror-mm2-restarted"}
     [caught] = [json.loads(d) for d in events[events.name == "mirror-caught-up"].detail]
-    assert caught["caught_up"] is True, caught
+    assert caught["caught_up"] is True and caught["mm2_killed"] is True, caught
     assert {p["partition"] for p in caught["partitions"]} == {0, 1, 2}
     consumed = read_table(run_dir, "consumed").to_pandas()
     target = consumed[consumed.cluster == "target"]
