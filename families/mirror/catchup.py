@@ -75,9 +75,10 @@ def committed_offsets(bootstrap: str, topic: str, isolation: str,
                     continue
                 if m.error() is None:
                     parsed = parse_offset_record(m.key(), m.value())
-                    if parsed is not None:
-                        tp, off = parsed
-                        out.pop(tp, None) if off is None else out.__setitem__(tp, off)
+                    if parsed is not None and parsed[1] is None:
+                        out.pop(parsed[0], None)          # a tombstone: offsets reset
+                    elif parsed is not None:
+                        out[parsed[0]] = parsed[1]
                 if m.offset() >= ends[m.partition()][1] - 1:
                     todo.discard(m.partition())
         return out
