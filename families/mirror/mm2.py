@@ -25,6 +25,19 @@ CONF = "/mm2"
 MAIN = "org.apache.kafka.connect.mirror.MirrorMaker"
 OFFSET_FLUSH_MS = 1000        # MM2 commits how far it has copied this often: the drain's catch-up reads it
 REFRESH_S = 5                 # new topics and groups found this soon after they appear
+# log4j 2's configuration (4.x) in its properties format: the image's log4j2.yaml needs
+# jackson-dataformat-yaml, which connect-mirror's jars do not bring; 3.x (reload4j)
+# reads the image's log4j.properties
+LOG4J2 = """status = warn
+appender.stdout.type = Console
+appender.stdout.name = STDOUT
+appender.stdout.layout.type = PatternLayout
+appender.stdout.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.stdout.ref = STDOUT
+logger.clients.name = org.apache.kafka.clients
+logger.clients.level = warn
+"""
 
 
 def offsets_topic() -> str:
@@ -84,9 +97,10 @@ class MirrorMaker:
     def start(self, props: dict[str, str], source_network: str, target_network: str) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         (self.conf_dir / "mm2.properties").write_text(properties_text(props))
+        (self.conf_dir / "log4j2.properties").write_text(LOG4J2)
         heap = f"-Xmx{self.heap_mb}m -Xms{self.heap_mb // 2}m"
         logs = ("-Dlog4j.configuration=file:/opt/kafka/log4j.properties "
-                "-Dlog4j2.configurationFile=/opt/kafka/log4j2.yaml")
+                f"-Dlog4j2.configurationFile={CONF}/log4j2.properties")
         cmd = (f"exec java {heap} {logs} -cp {shlex.quote(LIBS + '/*')} {MAIN} "
                f"{CONF}/mm2.properties")
         client = docker_client()
