@@ -597,6 +597,7 @@ def _write_consumed(out: Path, spec: SyntheticSpec, names: list[str], consumed, 
             "key_count": pa.nulls(len(seq), pa.int64()),
             "pipeline_instance": pa.nulls(len(seq), pa.string()),
             "pipeline_txn": pa.nulls(len(seq), pa.int64()),
+            "cluster": pa.nulls(len(seq), pa.string()),               # no mirror here
         }
         pq.write_table(pa.table(cols, schema=SCHEMAS["consumed"]),
                        out / f"synthetic-{part_no:06d}.parquet")

@@ -72,6 +72,9 @@ SCHEMAS: dict[str, pa.Schema] = {
         # value's `<instance> <txn>`): what explains a pipeline row
         ("pipeline_instance", pa.string()),
         ("pipeline_txn", pa.int64()),
+        # a mirrored run (spec: "Mirrored topics"): the cluster the record was read
+        # from, `source` or `target`; null: the run's one cluster (the source)
+        ("cluster", pa.string()),
     ]),
     "commits": pa.schema([
         ("run_id", pa.string()),
@@ -118,7 +121,7 @@ NULLABLE: dict[str, frozenset[str]] = {
                            "version", "tombstone"}),
     "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "leader_epoch",
                            "assignment", "source_record_id", "key_count",
-                           "pipeline_instance", "pipeline_txn"}),
+                           "pipeline_instance", "pipeline_txn", "cluster"}),
     "commits": frozenset({"group_id", "error"}),
     "events": frozenset({"target"}),
     "share_deliveries": frozenset({"record_id", "delivery_count", "ack", "ack_ts_us",

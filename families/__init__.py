@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from families import compacted, pipelines, records, shares, transactions
+from families import compacted, mirror, pipelines, records, shares, transactions
 from families.base import Family, Kind
 
 # The registry: one line per family, in the order the report shows them.
@@ -18,6 +18,7 @@ FAMILIES: tuple[Family, ...] = (
     shares.FAMILY,
     pipelines.FAMILY,
     compacted.FAMILY,
+    mirror.FAMILY,
 )
 
 KINDS: tuple[Kind, ...] = tuple(k for f in FAMILIES for k in f.kinds)

@@ -71,6 +71,10 @@ class Family:
     # None when its clients are another family's (a transactional producer is a
     # producer of the records family, in its transactional mode)
     start: Callable[[Any, Any], AbstractContextManager] | None = None
+    # its clients start before every other family's: what the load's records go to
+    # (a mirror's target cluster and MirrorMaker 2, ~20 s to start, which would
+    # otherwise eat the producers' duration)
+    before_load: bool = False
     # its section of the report in words: summary -> lines (none: nothing to add)
     words: Callable[[SummaryKeys], list[str]] = lambda summary: []
     # its metrics: RunData -> {"summary": {key: value}, "counts": {name: n},

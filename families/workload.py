@@ -8,6 +8,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from families.compacted.section import CompactedSpec
+from families.mirror.section import MirrorSpec
 from families.pipelines.section import PipelineSpec
 from families.records.section import JavaConsumerSpec, JavaProducerSpec
 from families.shares.section import ShareGroupSpec
@@ -28,3 +29,4 @@ class Workload(BaseModel):
     share_groups: tuple[ShareGroupSpec, ...] = ()       # the shares family's (families/shares)
     pipelines: tuple[PipelineSpec, ...] = ()            # the pipeline family's (families/pipelines)
     compacted: tuple[CompactedSpec, ...] = ()           # the compacted family's (families/compacted)
+    mirror: MirrorSpec | None = None                    # the mirror family's (families/mirror)

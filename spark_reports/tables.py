@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from core.history import SCHEMAS
@@ -23,7 +24,9 @@ DRIVER_TABLES = ("events",)
 
 def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
     """One DataFrame per table but DRIVER_TABLES; an absent optional table becomes an
-    empty frame."""
+    empty frame. `consumed` holds the run's cluster's rows; a mirrored run's rows read
+    from the target (cluster = 'target') are `consumed_target`, the mirror family's
+    alone: a copy of a record in a mirrored topic is not the record read again."""
     frames = {}
     for table, tf in history.tables.items():
         if table in DRIVER_TABLES:
@@ -35,6 +38,9 @@ def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
             frames[table] = spark.read.schema(schema).parquet(loc.spark_path("history", table))
         else:
             frames[table] = spark.createDataFrame([], schema)
+    consumed = frames["consumed"]
+    frames["consumed_target"] = consumed.where(F.col("cluster") == "target")
+    frames["consumed"] = consumed.where(F.col("cluster").isNull() | (F.col("cluster") != "target"))
     return frames
 
 

@@ -32,7 +32,7 @@ REQUIRED_TABLES = ("produced", "consumed")
 # without them is read as if they were all null (the reconciler says how many rows
 # that left unjudged).
 ADDED_LATER = {"consumed": ("poll_seq", "assignment", "leader_epoch", "source_record_id",
-                            "key_count", "pipeline_instance", "pipeline_txn"),
+                            "key_count", "pipeline_instance", "pipeline_txn", "cluster"),
                "produced": ("acked_by", "version", "tombstone")}
 MAX_PROBLEMS = 20
 

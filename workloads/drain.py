@@ -66,7 +66,9 @@ def _end_offsets(consumer: Consumer, parts: list[_Part], timeout: float) -> None
             p.reason = f"no end offset: {e.args[0].name()}"
 
 
-def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
+def drain(spec: DrainSpec, run: "RunContext", cluster: str | None = None) -> DrainResult:
+    """`cluster`: the rows' `consumed.cluster` (a mirror's `target`; None: the run's
+    one cluster)."""
     bootstrap, run_dir, run_id, events = run.bootstrap, run.dir, run.run_id, run.events
     spec = connected(spec, run)
     started = time.monotonic()
@@ -93,7 +95,7 @@ def drain(spec: DrainSpec, run: "RunContext") -> DrainResult:
     try:
         parts = _partitions(consumer, spec.topics, deadline, problems)
         _end_offsets(consumer, parts, timeout=5)
-        records = _read_all(consumer, parts, writer, spec, deadline)
+        records = _read_all(consumer, parts, writer, spec, deadline, cluster)
         for p in parts:
             if not p.done:
                 problems.append({"topic": p.topic, "partition": p.partition,
@@ -132,7 +134,7 @@ def _partitions(consumer: Consumer, topics, deadline: float,
 
 
 def _read_all(consumer: Consumer, parts: list[_Part], writer: HistoryWriter, spec: DrainSpec,
-              deadline: float) -> int:
+              deadline: float, cluster: str | None = None) -> int:
     """Read until every partition is done, the deadline passes or nothing moved for stall_s."""
     by_tp = {(p.topic, p.partition): p for p in parts}
     assigned: set[tuple[str, int]] = set()
@@ -154,7 +156,7 @@ def _read_all(consumer: Consumer, parts: list[_Part], writer: HistoryWriter, spe
         if not assigned:
             time.sleep(0.5)
         else:
-            records += _consume_batch(consumer, by_tp, writer, spec.isolation, records)
+            records += _consume_batch(consumer, by_tp, writer, spec.isolation, records, cluster)
         now = time.monotonic()
         snap = tuple((p.position, p.done, p.end) for p in parts)
         if snap != last_snap:
@@ -168,7 +170,7 @@ def _read_all(consumer: Consumer, parts: list[_Part], writer: HistoryWriter, spe
 
 
 def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isolation: str,
-                   first_seq: int = 0) -> int:
+                   first_seq: int = 0, cluster: str | None = None) -> int:
     """One poll's records as `consumed` rows; first_seq: the drain's records so far (its
     poll_seq continues from there)."""
     msgs = consumer.consume(1000, 0.5)
@@ -216,5 +218,5 @@ def _consume_batch(consumer: Consumer, by_tp: dict, writer: HistoryWriter, isola
             p.done = True
     cols["poll_seq"] = range(first_seq, first_seq + len(cols["offset"]))
     writer.append_columns(cols, consumer=DRAIN, group_id=None, phase="drain",
-                          isolation=isolation, recv_ts_us=recv)
+                          isolation=isolation, recv_ts_us=recv, cluster=cluster)
     return len(cols["offset"])

@@ -27,7 +27,7 @@ def start(run: Run, detail: dict) -> None:
     the run stopped early."""
     section, started = run.scenario.workload, {}
     run.ctx.finalizers.push("workloads-stop", lambda: _stop(started, run.stopped_in is None))
-    for family in named_by(section):
+    for family in sorted(named_by(section), key=lambda f: not f.before_load):
         if family.start is not None:
             started[family.name] = family.start(run.ctx, section).__enter__()
     run.clients = started

@@ -19,6 +19,7 @@ from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
 from families.compacted.section import check_compacted, compacted, topic_configs
+from families.mirror.section import check_mirror, mirror
 from families.pipelines.section import check_client, check_pipelines, pipeline
 from families.records.section import JavaConsumerSpec, JavaProducerSpec
 from families.shares.section import check_on_cluster, share_group
@@ -119,6 +120,7 @@ def build(b: Builder) -> Scenario:
     topics = _topics(b, cluster)
     workload = _workload(b, topics, seed)
     topics, workload = _compacted_topics(b, topics, workload)
+    workload = _mirror(b, cluster, topics, workload)
     if workload.compacted and cluster.external is not None:
         b.fail(("workload", "compacted"), "compacted topics on an external cluster are not "
                "supported: the drain reads the log cleaner's checkpoint in each broker's log "
@@ -275,6 +277,29 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
                     java_producers=tuple(java_p), java_consumers=tuple(java_c),
                     share_groups=tuple(shares), pipelines=tuple(pipes),
                     compacted=tuple(compact))
+
+
+def _mirror(b: Builder, cluster: ClusterSpec, topics, workload: Workload) -> Workload:
+    """workload.mirror checked against the source cluster, the topics and the producers
+    (families/mirror/section.py), its defaults resolved."""
+    raw = b.get(("workload", "mirror"), None)
+    if raw is None:
+        return workload
+    path = ("workload", "mirror")
+    spec = b.at(path, lambda: mirror(_mirror_raw(raw)))
+    spec, refusals = check_mirror(spec, cluster, {t.name: t.partitions for t in topics},
+                                  workload.producers)
+    for rel, problem, fix in refusals:
+        b.fail((*path, *rel), problem, fix)
+    return workload.model_copy(update={"mirror": spec})
+
+
+def _mirror_raw(raw: dict) -> dict:
+    """YAML reads a version such as 3.9 as a number."""
+    target = raw.get("target")
+    if isinstance(target, dict) and isinstance(target.get("version"), int | float):
+        return {**raw, "target": {**target, "version": str(target["version"])}}
+    return raw
 
 
 def _mapping(b: Builder, path: tuple, raw: Any, example: str) -> dict:

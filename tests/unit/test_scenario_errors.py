@@ -40,6 +40,9 @@ PIPE = (BASE.replace("    - {name: p0, topic: t}", "    - {name: p0, topic: t, k
 COMPACT = (BASE.replace("workload:", "  - {name: st, partitions: 3, replication_factor: 3}\nworkload:")
            + "  compacted:\n    - {topic: st, keys: 50}\n")
 
+# a mirror of t to a 1-broker target; `mirror:` is line 16, its target 17, its topics 18
+MIRROR = BASE + "  mirror:\n    target: {brokers: 1}\n    topics: [t]\n"
+
 CASES = [
     ("yaml syntax", "cluster: {mode: kraft-combined\n", 2, ["not valid YAML"]),
     ("not a mapping", "- a\n- b\n", 1, ["must be a mapping"]),
@@ -203,6 +206,16 @@ CASES = [
      18, ["pipelines[0].processing", "exactly_once"]),
     ("pipeline drained uncommitted", PIPE + "drain: {isolation: read_uncommitted}\n", 19,
      ["drain.isolation", "aborted transactions"]),
+    ("mirror unknown topic", MIRROR.replace("    topics: [t]\n", "    topics: [x]\n"), 18,
+     ["workload.mirror.topics[0]", "not among the scenario's topics"]),
+    ("mirror target too big", MIRROR.replace("{brokers: 1}", "{brokers: 4}"), 17,
+     ["workload.mirror.target.brokers", "less than or equal to 3"]),
+    ("mirror target version unknown", MIRROR.replace("{brokers: 1}", "{brokers: 1, version: '2.8'}"),
+     17, ["workload.mirror.target.version", "2.8"]),
+    ("mirror exactly_once not a boolean", MIRROR + "    exactly_once: maybe\n", 19,
+     ["workload.mirror.exactly_once", "boolean"]),
+    ("mirror unknown field", MIRROR + "    exactly: true\n", 19,
+     ["workload.mirror.exactly", "check its spelling"]),
 ]
 
 
@@ -255,6 +268,13 @@ def test_the_compacted_document_is_valid(tmp_path, capsys):
     out = capsys.readouterr().out
     # the cleaner's settings were set on the topic, and the final drain leaves it out
     assert "min.cleanable.dirty.ratio" in out and "cleanup.policy: compact" in out, out
+
+
+def test_the_mirror_document_is_valid(tmp_path, capsys):
+    assert main(["run", str(_write(tmp_path, MIRROR)), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    # the source's version resolved; MM2 at least once unless asked
+    assert "source_version: 3.9." in out and "exactly_once: false" in out, out
 
 
 def test_the_pipeline_document_is_valid(tmp_path):

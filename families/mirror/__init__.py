@@ -1,0 +1,69 @@
+"""The mirrored family (issue 38): MirrorMaker 2 in dedicated mode copies the scenario's
+topics from the run's cluster (the source) to a second cluster the family starts (the
+target); a drain that waits for MM2 to catch up and reads the target's mirrored topics
+whole (clients.py, catchup.py, mm2.py, jars.py); its section (section.py), its checker
+and kinds (checker.py, kinds.py), its words.
+
+Its copies are `consumed` rows with cluster = target, in mirrored topics of their own
+names (`source.<topic>`): the pipeline gives them to this family alone (the
+`consumed_target` frame), so the records family judges the source as ever.
+"""
+from __future__ import annotations
+
+from families.base import Family, RunData
+from families.mirror.checker import mirror_params
+from families.mirror.kinds import KINDS
+from families.mirror.section import FACT_DOCS, facts
+
+
+def _start(ctx, workload):
+    from families.mirror.clients import MirrorWorkloads  # confluent-kafka, Docker: only when run
+    return MirrorWorkloads(ctx, workload)
+
+
+def mirror_metrics(events: list[dict]) -> dict:
+    """What the run's events say of the mirror: its versions, its mode, the catch-up wait."""
+    config, caught = mirror_params(events)
+    if config is None:
+        return {}
+    parts = (caught or {}).get("partitions") or []
+    return {"source_version": config.get("source_version"),
+            "target_version": config.get("target_version"),
+            "exactly_once": config.get("exactly_once"),
+            "target_topics": config.get("target_topics"),
+            "caught_up": None if caught is None else caught.get("caught_up"),
+            "waited_s": None if caught is None else caught.get("waited_s"),
+            "mm2_killed": bool((caught or {}).get("mm2_killed")),
+            "partitions_behind": [p for p in parts if not p.get("caught_up")]}
+
+
+def _metrics(data: RunData) -> dict:
+    m = mirror_metrics(data.events)
+    behind = len(m.get("partitions_behind") or [])
+    return {"summary": {"mirror": m},
+            "counts": {"mirror_partitions_behind": behind,
+                       "mirror_catch_up_s": m.get("waited_s") or 0}}
+
+
+def _words(summary: dict) -> list[str]:
+    m = summary.get("mirror") or {}
+    if not m:
+        return []
+    mode = "with exactly-once support" if m["exactly_once"] else "at least once"
+    if m.get("mm2_killed"):
+        mode += ", killed and restarted once"
+    topics = ", ".join(f"{s} → {t}" for s, t in (m.get("target_topics") or {}).items())
+    wait = ("the mirror drain did not run" if m["caught_up"] is None else
+            f"caught up after {m['waited_s']} s" if m["caught_up"] else
+            f"{len(m['partitions_behind'])} source partitions not caught up after "
+            f"{m['waited_s']} s (their records are not judged as lost)")
+    return [f"MirrorMaker 2 {m['target_version']} ({mode}) from Kafka {m['source_version']} "
+            f"to {m['target_version']}: {topics}; {wait}."]
+
+
+FAMILY = Family(
+    name="mirror", title="Mirrored topics (MirrorMaker 2)",
+    kinds=KINDS,
+    named_by=lambda workload: getattr(workload, "mirror", None) is not None,
+    facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
+    counts=("mirror_partitions_behind", "mirror_catch_up_s"), before_load=True)

@@ -1,0 +1,154 @@
+"""The mirror family's clients: the target cluster (a second DockerCluster on its own
+internal network) and MirrorMaker 2 (families/mirror/mm2.py), started before the load
+(Family.before_load: the target takes ~20 s to start, which would otherwise eat the
+producers' duration); and the mirror drain.
+
+Removal: `mirror-stop` on the run's finalizers, pushed before anything starts, removes
+MM2's container (its log kept as logs/mm2.log) and the target (its nodes' logs under
+logs/target/). On the normal path the mirror drain runs it once it has read the
+target; after a Ctrl-C or a failure the teardown does, before the source's
+cluster-stop. The target's containers, network and mounts carry the run id
+`<run>-mirror`: the source's stop sweeps the run id's resources, the target's its own,
+so either can go first without taking the other's; `harness gc` reaps both (their
+owner is this process). The MM2 container carries the run's own id.
+
+The mirror drain: wait for MM2 to catch up (families/mirror/catchup.py, bounded by
+catch_up_timeout_s; a `mirror-caught-up` event says per source partition what it
+saw and how long it waited), then read each mirrored topic on the target whole, as
+the final drain reads the source: read_uncommitted, or read_committed with
+exactly_once (MM2's aborted transactions after a restart are not copies a consumer
+of the target would see). Its rows are `consumed` rows with cluster = target.
+"""
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from clusters.docker_cluster import DockerCluster
+from core.context import RunContext
+from core.errors import HarnessError
+from families.mirror.catchup import CatchUpWait
+from families.mirror.jars import mirror_jars
+from families.mirror.kill import MirrorMakerKill
+from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
+from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, TARGET, target_topic
+from workloads.drain import drain as drain_topics
+from workloads.spec import DrainSpec
+
+log = logging.getLogger("harness.mirror")
+FINALIZER = "mirror-stop"
+
+
+class MirrorWorkloads:
+    def __init__(self, ctx: RunContext, workload):       # a families.workload.Workload
+        self.ctx, self.spec = ctx, workload.mirror
+        self.target: DockerCluster | None = None
+        self.mm2: MirrorMaker | None = None
+        self.kill: MirrorMakerKill | None = None
+        self._topics_seen = False
+
+    @property
+    def isolation(self) -> str:
+        return "read_committed" if self.spec.exactly_once else "read_uncommitted"
+
+    def __enter__(self) -> "MirrorWorkloads":
+        ctx, spec = self.ctx, self.spec
+        self.target = DockerCluster(spec.target.cluster(spec.source_version),
+                                    run_id=f"{ctx.run_id}-mirror")
+        ctx.finalizers.push(FINALIZER, self._remove)
+        self.target.start()
+        version = self.target.spec.kafka.version
+        self.mm2 = MirrorMaker(ctx.run_id, self.target.image, mirror_jars(version),
+                               ctx.run_dir / "mirror", spec.heap_mb)
+        props = properties(spec, ctx.bootstrap, self.target.bootstrap_servers())
+        self.mm2.start(props, ctx.cluster.network_name, self.target.network_name)
+        ctx.events.emit("client", CONFIG_EVENT, "mm2", source_version=spec.source_version,
+                        target_version=version, target_brokers=spec.target.brokers,
+                        exactly_once=spec.exactly_once, isolation=self.isolation,
+                        target_topics={t: target_topic(t) for t in spec.mirrored},
+                        container=self.mm2.name, properties=props)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.ctx.finalizers.run(FINALIZER)
+
+    def check(self) -> None:
+        if self.kill is not None and self.kill.down:
+            return                                   # killed on purpose: back in down_s
+        if self.mm2 is not None and self.mm2.status() in ("exited", "dead", "removed"):
+            tail = "\n".join(self.mm2.logs().splitlines()[-20:])
+            raise HarnessError(f"MirrorMaker 2 ({self.mm2.name}) stopped on its own:\n{tail}")
+
+    def not_ready(self) -> list[str]:
+        """Until MM2 has created every mirrored topic on the target (it copies from
+        then on): faults before that would hit a mirror that has not begun."""
+        if self._topics_seen:
+            return []
+        want = {target_topic(t) for t in self.spec.mirrored}
+        try:
+            have = set(self.target.admin().list_topics(timeout=2).topics)
+        except Exception:  # noqa: BLE001 - the target busy: ask again next time
+            have = set()
+        self._topics_seen = want <= have
+        if self._topics_seen and self.spec.kill is not None and self.kill is None:
+            # at_s counts from here: MM2 copies from now on, however long it took to start
+            self.kill = MirrorMakerKill(self.mm2, self.spec.kill, self.ctx.events).start()
+        return [] if self._topics_seen else [
+            f"MirrorMaker 2 has not created {', '.join(sorted(want - have))} on the target"]
+
+    def stop(self, graceful: bool) -> None:
+        """Nothing: MM2 copies on until the mirror drain has waited for it."""
+
+    def drain(self) -> dict:
+        """Wait for MM2 to catch up (bounded), read the target's mirrored topics whole,
+        then remove MM2 and the target."""
+        ctx, spec = self.ctx, self.spec
+        if self.kill is not None:
+            self.kill.cancel(restart=True)    # not played by now: not played (the event says)
+        wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
+                           offsets_topic(), self.isolation, spec.catch_up_timeout_s)
+        caught_up = wait.run()
+        ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
+                        waited_s=wait.waited_s, partitions=wait.partitions,
+                        mm2_killed=self.kill is not None and self.kill.killed)
+        if not caught_up:
+            log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
+                        wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
+        target_ctx = dataclasses.replace(ctx, cluster=self.target, client_config={},
+                                         fixed_bootstrap=self.target.bootstrap_servers())
+        topics = tuple(target_topic(t) for t in spec.mirrored)
+        result = drain_topics(DrainSpec(topics=topics, isolation=self.isolation), target_ctx,
+                              cluster=TARGET)
+        ctx.events.flush()
+        ctx.finalizers.run(FINALIZER)
+        # not caught up: the drain phase fails (the report's "what else went wrong"
+        # names it), as the records behind are not judged: a run must not pass unseen so
+        incomplete = [] if caught_up else [f"{r['topic']}-{r['partition']}: MirrorMaker 2 "
+                                           f"{r['behind']} records behind"
+                                           for r in wait.partitions if not r["caught_up"]]
+        return {TARGET: {"complete": result.complete and caught_up, "caught_up": caught_up,
+                         "waited_s": wait.waited_s, "records": result.records,
+                         **({"incomplete": incomplete[:10]} if incomplete else {})}}
+
+    def _remove(self) -> None:
+        """MM2's log and container, then the target's logs and the target; each step
+        runs even when one before failed."""
+        logs = self.ctx.run_dir / "logs"
+        if self.kill is not None:
+            self.kill.cancel(restart=False)
+        try:
+            if self.mm2 is not None and self.mm2.container is not None:
+                logs.mkdir(parents=True, exist_ok=True)
+                (logs / "mm2.log").write_text(self.mm2.logs())
+        finally:
+            try:
+                if self.mm2 is not None:
+                    self.mm2.remove()
+            finally:
+                if self.target is not None:
+                    try:
+                        self.target.collect_logs(logs / "target")
+                    finally:
+                        self.target.stop()
+
+

@@ -1,0 +1,154 @@
+"""The mirror family's parts that need no cluster: the exactly-once refusal by version,
+MM2's properties as written from the section, MM2's offsets-topic records, and the
+catch-up judgement per source partition."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from clusters.spec import ClusterSpec
+from core.errors import SpecError
+from families.mirror.catchup import parse_offset_record, partition_rows
+from families.mirror.mm2 import properties
+from families.mirror.section import check_mirror, exactly_once_refusal, mirror
+from workloads.spec import ProducerSpec
+
+
+def _resolved(raw: dict):
+    spec, refusals = check_mirror(mirror(raw), ClusterSpec.kraft_combined("3.9", 3),
+                                  {"orders": 3, "other": 1},
+                                  [ProducerSpec(name="p0", topic="orders", duration_s=10)])
+    assert refusals == []
+    return spec
+
+
+def test_exactly_once_is_refused_before_kip_710_and_allowed_after():
+    problem, fix = exactly_once_refusal((3, 4, 1), "3.4.1")
+    assert "3.4.1" in problem and "KIP-618" in problem and "exactly_once: false" in fix
+    assert exactly_once_refusal((3, 5, 0), "3.5.0") is None
+    assert exactly_once_refusal((4, 3, 1), "4.3.1") is None
+
+
+def test_the_topics_default_to_the_producers_and_the_source_version_is_resolved():
+    spec = _resolved({})
+    assert spec.mirrored == ("orders",) and spec.source_version.startswith("3.9.")
+    assert spec.target_version == spec.source_version
+
+
+def test_a_target_brokers_beyond_three_is_refused_naming_the_field():
+    with pytest.raises(Exception, match="brokers"):
+        mirror({"target": {"brokers": 4}})
+
+
+def test_a_mirrored_topic_not_in_the_scenario_is_refused_naming_its_index():
+    _, refusals = check_mirror(mirror({"topics": ["orders", "nope"]}),
+                               ClusterSpec.kraft_combined("3.9", 3), {"orders": 3}, [])
+    assert refusals[0][0] == ("topics", 1)
+
+
+def test_an_unknown_target_version_is_a_spec_error_under_target():
+    _, refusals = check_mirror(mirror({"target": {"version": "2.8"}}),
+                               ClusterSpec.kraft_combined("3.9", 3), {"orders": 3}, [])
+    assert refusals[0][0] == ("target", "version")
+
+
+def test_properties_copy_one_way_with_replication_fitting_the_target():
+    spec = _resolved({"target": {"brokers": 1}, "topics": ["orders"],
+                      "emit_checkpoints_interval_s": 2})
+    p = properties(spec, "10.0.0.2:9092", "10.0.1.2:9092")
+    assert p["source->target.enabled"] == "true" and p["target->source.enabled"] == "false"
+    assert p["source->target.topics"] == "orders"
+    assert p["replication.factor"] == "1" and p["offset.storage.replication.factor"] == "1"
+    assert p["emit.checkpoints.interval.seconds"] == "2"
+    assert p["sync.group.offsets.enabled"] == "true"
+    assert "target.exactly.once.source.support" not in p
+
+
+def test_properties_with_exactly_once_enable_it_on_the_target_with_internal_rest():
+    p = properties(_resolved({"exactly_once": True}), "s:9092", "t:9092")
+    assert p["target.exactly.once.source.support"] == "enabled"
+    assert p["dedicated.mode.enable.internal.rest"] == "true"
+
+
+def test_offset_records_of_mm2_are_read_and_others_left_out():
+    key = json.dumps(["MirrorSourceConnector", {"cluster": "source", "partition": 2,
+                                                "topic": "orders"}]).encode()
+    assert parse_offset_record(key, b'{"offset": 41}') == (("orders", 2), 41)
+    assert parse_offset_record(key, None) == (("orders", 2), None)
+    other = json.dumps(["MirrorCheckpointConnector", {"x": 1}]).encode()
+    assert parse_offset_record(other, b'{"offset": 1}') is None
+    assert parse_offset_record(b"not json", b"{}") is None
+
+
+def test_a_partition_is_caught_up_when_mm2_committed_its_last_record():
+    ends = {("orders", 0): (0, 100), ("orders", 1): (0, 100), ("orders", 2): (0, 0),
+            ("orders", 3): (0, 50)}
+    rows = {r["partition"]: r for r in partition_rows(
+        ends, {("orders", 0): 99, ("orders", 1): 90})}
+    assert rows[0]["caught_up"] and rows[0]["behind"] == 0
+    assert not rows[1]["caught_up"] and rows[1]["behind"] == 9
+    assert rows[2]["caught_up"]                        # empty: nothing to copy
+    assert not rows[3]["caught_up"] and rows[3]["behind"] == 50   # MM2 committed nothing yet
+
+
+def test_mirror_refuses_a_non_mapping():
+    with pytest.raises(SpecError):
+        mirror(["orders"])
+
+
+class _FakeMM2:
+    """Stands in for the container only: what the kill thread asked of it, in order."""
+    name = "mm2"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def kill(self):
+        self.calls.append("kill")
+
+    def restart(self):
+        self.calls.append("restart")
+
+
+class _Events:
+    def __init__(self):
+        self.names: list[str] = []
+
+    def emit(self, kind, name, target, **detail):
+        self.names.append(name)
+
+
+def test_the_mm2_kill_kills_then_restarts_after_down_s():
+    import time
+
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    mm2, events = _FakeMM2(), _Events()
+    k = MirrorMakerKill(mm2, MirrorKill(at_s=0.05, down_s=0.1), events).start()
+    time.sleep(0.5)
+    k.cancel(restart=True)
+    assert mm2.calls == ["kill", "restart"] and not k.down
+    assert events.names == ["mirror-mm2-killed", "mirror-mm2-restarted"]
+
+
+def test_a_cancel_while_mm2_is_down_restarts_it_only_when_asked():
+    import time
+
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    for restart, want in ((True, ["kill", "restart"]), (False, ["kill"])):
+        mm2 = _FakeMM2()
+        k = MirrorMakerKill(mm2, MirrorKill(at_s=0.0, down_s=30), _Events()).start()
+        time.sleep(0.2)
+        k.cancel(restart=restart)
+        assert mm2.calls == want and not k.down
+
+
+def test_a_kill_not_played_before_the_cancel_never_plays():
+    from families.mirror.kill import MirrorMakerKill
+    from families.mirror.section import MirrorKill
+    mm2 = _FakeMM2()
+    k = MirrorMakerKill(mm2, MirrorKill(at_s=30, down_s=1), _Events()).start()
+    k.cancel(restart=True)
+    assert mm2.calls == [] and not k.killed
