@@ -29,10 +29,11 @@ died leaves rows, never silence.
 Matching in order is a guess when an answer comes while the member holds two or more
 decided, unanswered deliveries of its offset: the callback names the offset, not the
 delivery, and the two acknowledgements can go to different brokers (the leader moved
-between the deliveries) and be answered in either order. Seen on Kafka 4.1.2: a
-delivery by the old leader, resumed after a pause, and one by the new leader, of the
-same offset to the same member, one answered ok and one UNKNOWN_TOPIC_OR_PARTITION
-(benchmarks/evidence/share-ack-across-coordinator-pause/4.1.2-java-seed2). When such
+between the deliveries) and be answered in either order. Seen on Kafka 4.1.2: one
+member got an offset from the old leader, resumed after a pause, and again from the
+new leader; its acknowledgements went to both, answered UNKNOWN_TOPIC_OR_PARTITION and
+ok (run 20261127-080523-c6af31: in order there, but nothing makes them so; RESULTS,
+2026-11-27, and benchmarks/evidence/share-ack-across-coordinator-pause/). When such
 overlapping deliveries get different answers, none of them is known to be the one
 the broker confirmed: each is written `unknown`, its `ack_error` naming the answers
 (`ambiguous: ok|UnknownTopicOrPartitionException`), so the checker counts no accept
