@@ -255,13 +255,18 @@ def _run_tool(run: JavaRun, name: str, main_class: str, args: list[str], conf: d
             "seconds": time.monotonic() - started}
 
 
+TERM_AGAIN_S = 2.0
+
+
 def _follow(container, events_file: Path, feed: Callable[[str], None], started: float,
             timeout_s: float, should_stop: Callable[[], bool] | None,
             should_kill: Callable[[], bool] | None = None) -> tuple[int | None, float | None]:
     """Feed the tool's stdout lines until its container ends: (exit code, when we sent
     SIGTERM or SIGKILL, or None). SIGTERM runs the tool's shutdown hook (flush,
-    tool_data); SIGKILL 30 s later if it has not ended, or at once when should_kill()."""
+    tool_data), sent again every TERM_AGAIN_S until it ends; SIGKILL 30 s after the
+    first if it has not ended, or at once when should_kill()."""
     stop_sent_at: float | None = None
+    term_sent_at = 0.0
     killed = False
     with open(events_file) as fh:
         buf = ""
@@ -290,9 +295,18 @@ def _follow(container, events_file: Path, feed: Callable[[str], None], started: 
                 killed, stop_sent_at = True, stop_sent_at or now
             elif stop_sent_at is None and (now - started > timeout_s or (should_stop and should_stop())):
                 container.kill(signal="SIGTERM")
-                stop_sent_at = now
+                stop_sent_at = term_sent_at = now
             elif stop_sent_at is not None and now - stop_sent_at > 30:
                 container.kill(signal="SIGKILL")
+            elif stop_sent_at is not None and not killed and now - term_sent_at >= TERM_AGAIN_S:
+                # a SIGTERM that lands before the JVM has set its handlers is dropped (the
+                # container's PID 1: `sh`, then java): seen, a share member restarted 0.3 s
+                # before the run's end ran on 31 s and was SIGKILLed, counted as dead
+                try:
+                    container.kill(signal="SIGTERM")
+                except Exception:  # noqa: BLE001 - it ended meanwhile: the next reload sees it
+                    pass
+                term_sent_at = now
             time.sleep(0.1)
 
 

@@ -25,9 +25,23 @@ holding two deliveries of one offset (its lock expired and it got the record aga
 KIP-932 says so) is matched in order. When the journal ends, every row still open is
 written with `ack_result = unknown` (its decision as made, or null): a member that
 died leaves rows, never silence.
+
+Matching in order is a guess when an answer comes while the member holds two or more
+decided, unanswered deliveries of its offset: the callback names the offset, not the
+delivery, and the two acknowledgements can go to different brokers (the leader moved
+between the deliveries) and be answered in either order. Seen on Kafka 4.1.2: one
+member got an offset from the old leader, resumed after a pause, and again from the
+new leader; its acknowledgements went to both, answered UNKNOWN_TOPIC_OR_PARTITION and
+ok (run 20261127-080523-c6af31: in order there, but nothing makes them so; RESULTS,
+2026-11-27, and benchmarks/evidence/share-ack-across-coordinator-pause/). When such
+overlapping deliveries get different answers, none of them is known to be the one
+the broker confirmed: each is written `unknown`, its `ack_error` naming the answers
+(`ambiguous: ok|UnknownTopicOrPartitionException`), so the checker counts no accept
+as confirmed that may not have been. Equal answers are kept as they are.
 """
 from __future__ import annotations
 
+import itertools
 import json
 from collections import deque
 from dataclasses import dataclass, field
@@ -40,6 +54,8 @@ from workloads.records import record_id_of
 
 JOURNAL_SUFFIX = ".sharelog"
 CONVERTED_SUFFIX = ".converted"
+AMBIGUOUS = "ambiguous: "        # ack_error of overlapping deliveries answered differently
+NO_ANSWER = "no answer"
 
 
 def journal_dir(run_dir: str | Path, group_id: str) -> Path:
@@ -55,6 +71,7 @@ class ConvertResult:
     rows: int = 0
     unresolved: int = 0          # rows written with ack_result unknown at the journal's end
     unmatched: int = 0           # answered offsets that matched no decided delivery
+    ambiguous: int = 0           # rows made unknown: overlapping deliveries answered differently
     errors: list[dict] = field(default_factory=list)   # the member's `error` lines
 
 
@@ -66,6 +83,8 @@ class ShareLogConverter:
         self.open: dict[tuple[str, int, int], deque[dict]] = {}
         self.done: list[dict] = []
         self.result = ConvertResult()
+        self.overlaps: dict[int, list[dict]] = {}    # id -> deliveries whose answers may be swapped
+        self._ids = itertools.count()
 
     def feed(self, line: str) -> None:
         line = line.strip()
@@ -105,12 +124,26 @@ class ShareLogConverter:
         err = e.get("err")
         for t, p, offsets in e["parts"]:
             for o in offsets:
-                row = self._oldest((t, p, o), lambda r: r["ack"] is not None)
-                if row is None:
+                decided = [r for r in self.open.get((t, p, o), ()) if r["ack"] is not None]
+                if not decided:
                     self.result.unmatched += 1
                     continue
-                row.update(ack_result=share_ack_result(err), ack_error=err)
-                self._close((t, p, o), row)
+                if len(decided) > 1:
+                    self._overlap(decided)
+                decided[0].update(ack_result=share_ack_result(err), ack_error=err)
+                self._close((t, p, o), decided[0])
+
+    def _overlap(self, rows: list[dict]) -> None:
+        """These deliveries (one position, all decided, none answered yet) may get their
+        answers in any order: one set, merged with any set one of them is already in."""
+        ids = {r["_overlap"] for r in rows if "_overlap" in r}
+        into = min(ids) if ids else next(self._ids)
+        members = self.overlaps.setdefault(into, [])
+        for other in ids - {into}:
+            members.extend(self.overlaps.pop(other))
+        members.extend(r for r in rows if all(r is not m for m in members))   # by identity
+        for r in members:
+            r["_overlap"] = into
 
     def _on_error(self, e: dict) -> None:
         self.result.errors.append({k: e.get(k) for k in ("ts", "err", "reason", "fatal")})
@@ -133,8 +166,23 @@ class ShareLogConverter:
                 self.result.unresolved += 1
                 self.done.append(row)
         self.open = {}
+        self._resolve_overlaps()
         self.result.rows = len(self.done)
         return sorted(self.done, key=lambda r: (r["recv_ts_us"], r["topic"], r["partition"], r["offset"]))
+
+    def _resolve_overlaps(self) -> None:
+        """Overlapping deliveries answered differently: none is known to be the one the
+        broker confirmed, so each is unknown (the answers named); same answers stay."""
+        for rows in self.overlaps.values():
+            answers = sorted({r["ack_error"] or ("ok" if r["ack_result"] == "ok" else NO_ANSWER)
+                              for r in rows})
+            if len({(r["ack_result"], r["ack_error"]) for r in rows}) > 1:
+                for r in rows:
+                    r.update(ack_result="unknown", ack_error=AMBIGUOUS + "|".join(answers))
+                    self.result.ambiguous += 1
+        for r in self.done:
+            r.pop("_overlap", None)
+        self.overlaps = {}
 
 
 def convert_journal(path: Path, run_dir: str | Path, run_id: str, group_id: str) -> ConvertResult:
@@ -153,7 +201,7 @@ def convert_journal(path: Path, run_dir: str | Path, run_id: str, group_id: str)
     writer.close()
     path.with_name(path.name + CONVERTED_SUFFIX).write_text(json.dumps(
         {"rows": conv.result.rows, "unresolved": conv.result.unresolved,
-         "unmatched": conv.result.unmatched}))
+         "unmatched": conv.result.unmatched, "ambiguous": conv.result.ambiguous}))
     return conv.result
 
 

@@ -43,6 +43,7 @@ DRAIN_MEMBER = "drain"
 SESSION_DEFAULT_MS = 45000        # group.share.session.timeout.ms's default
 CATCH_UP_QUIET_S = 3.0            # the members have caught up once their journals stop growing
 CATCH_UP_MAX_S = 30.0
+SIGTERM_EXIT = 143                # 128 + SIGTERM: a JVM ended by the signal, no hook of ours
 
 
 class JavaWorker:
@@ -56,7 +57,7 @@ class JavaWorker:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.journal = path.open("a", encoding="utf-8")
         self.last_recv = time.monotonic()
-        self.killed = False
+        self.killed = self.stopped = False
         spec = JavaShareMemberSpec(
             name=instance, group=g.group_id, topics=g.topics,
             mode="explicit" if accept_all else g.ack_mode,
@@ -87,12 +88,19 @@ class JavaWorker:
 
     @property
     def died(self) -> bool:
-        return self.exitcode not in (None, 0) and not self.killed
+        """It ended with an error we did not cause: not our kill, and not 143 after our
+        stop (the SIGTERM reached the JVM before the member had set its shutdown hook:
+        a member restarted just before the run's end)."""
+        if self.exitcode in (None, 0) or self.killed:
+            return False
+        return not (self.stopped and self.exitcode == SIGTERM_EXIT)
 
     def request_stop(self) -> None:
+        self.stopped = True
         self.member.stop(0)
 
     def stop(self, timeout: float = 30.0) -> None:
+        self.stopped = True
         self.member.stop(timeout + 15)
         self.journal.close()
 

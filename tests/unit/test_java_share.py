@@ -105,3 +105,25 @@ def test_follow_counts_a_kill_made_by_its_caller_as_ours(tmp_path):
     c.signals.append("SIGKILL")                 # JavaShareMember.kill() through on_container
     exit_code, stop_sent_at = _follow(c, events, lambda _: None, 0.0, 3600, None, should_kill=lambda: True)
     assert exit_code == 137 and stop_sent_at is not None and c.signals == ["SIGKILL"]
+
+
+class _DeafAtFirst(_Container):
+    """A container whose PID 1 has no SIGTERM handler yet (`sh`, or a JVM still starting):
+    the first SIGTERM is dropped, as the kernel drops it for PID 1 (seen with docker:
+    `sh -c 'sleep 4; …'` ran on after `docker kill -s TERM`); the next one ends it."""
+
+    def reload(self):
+        if self.signals[1:] or self.signals[:1] == ["SIGKILL"]:
+            self.status = "exited"
+            self.attrs["State"]["ExitCode"] = {"SIGKILL": 137, "SIGTERM": 0}[self.signals[-1]]
+
+
+def test_follow_sends_sigterm_again_until_the_program_ends(tmp_path, monkeypatch):
+    from workloads import java_clients
+    monkeypatch.setattr(java_clients, "TERM_AGAIN_S", 0.2)
+    events = tmp_path / "events.jsonl"
+    events.write_text("")
+    c = _DeafAtFirst()
+    exit_code, stop_sent_at = _follow(c, events, lambda _: None, 0.0, 3600, should_stop=lambda: True,
+                                      should_kill=lambda: False)
+    assert c.signals == ["SIGTERM", "SIGTERM"] and exit_code == 0 and stop_sent_at is not None

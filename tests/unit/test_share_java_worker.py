@@ -47,3 +47,21 @@ def test_a_share_group_is_ready_once_a_member_has_received_a_record(tmp_path):
     assert workloads.not_ready()
     path.write_text('{"ev":"start","ts":1}\n{"ev":"recv","ts":2,"recs":[["q",0,0,1,"p0-0"]]}\n')
     assert workloads.not_ready() == []
+
+
+def test_a_java_member_ended_by_our_stop_or_kill_is_not_a_death(tmp_path):
+    from families.shares.clients import JavaWorker
+    ctx = SimpleNamespace(dir=str(tmp_path), seed=3, run_id="r", bootstrap="x:9092")
+    g = share_group(0, {"client": "java"}, "q")
+
+    def ended(code: int, how: str) -> bool:
+        w = JavaWorker(g, ctx, "s0", accept_all=False, clients_version=None)
+        # the container's end as JavaShareMember reports it (its own tests: test_java_share)
+        w.member = SimpleNamespace(exitcode=code, stop=lambda timeout: True, kill=lambda: True)
+        {"stop": w.request_stop, "kill": w.kill, "none": lambda: None}[how]()
+        return w.died
+
+    assert not ended(143, "stop")      # SIGTERM before its shutdown hook: a member just restarted
+    assert ended(143, "none")          # the same code with no stop of ours: something else ended it
+    assert ended(137, "stop")          # it ignored the stop until our SIGKILL: still reported
+    assert not ended(137, "kill") and not ended(0, "stop") and ended(3, "stop")
