@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 import struct
 import time
 from collections.abc import Iterable
@@ -135,7 +136,7 @@ class DockerCluster:
                 self._start_toxiproxy(tags["toxiproxy"])
             self._start_nodes()
             deadline = time.monotonic() + timeout
-            self._wait_brokers_running(deadline)
+            self._wait_brokers_listening(deadline)
             self.wait_healthy(max(1.0, deadline - time.monotonic()))
         except BaseException:
             self._start_cut_short = True
@@ -555,20 +556,24 @@ class DockerCluster:
             "kafka_server_kafkaserver_brokerstate")
         return state == BROKER_STATE_RUNNING
 
-    def _wait_brokers_running(self, deadline: float) -> None:
-        """Until every broker reports RUNNING (its BrokerState, scraped from its metrics
-        endpoint, which answers from the JVM's first second): a cheap wait for a new
-        cluster's JVMs. Asking Kafka itself meanwhile cost a 2 s metadata attempt each
-        time while no broker listened, and put the admin client into its reconnect
-        backoff (up to 10 s in librdkafka) just as the brokers came up. wait_healthy's
-        full check follows; a deadline passed here is its to report."""
-        brokers = self.brokers()
-        with ThreadPoolExecutor(max_workers=max(1, len(brokers))) as pool:
-            while time.monotonic() < deadline:
-                if all(pool.map(self.broker_ready, brokers)):
-                    return
-                self._raise_if_exited()
-                time.sleep(0.2)
+    def _wait_brokers_listening(self, deadline: float) -> None:
+        """Until every broker accepts TCP connections on its client port, which Kafka
+        (3.9 and 4.3, KRaft and ZooKeeper) opens as the broker turns RUNNING: a wait for
+        a new cluster's JVMs that costs them nothing (a scrape of their metrics endpoint
+        did, 5 times a second while they start). Asking Kafka meanwhile cost a 2 s
+        metadata attempt each time while no broker listened, and put the admin client
+        into its reconnect backoff (up to 10 s in librdkafka) as the brokers came up.
+        Each broker is probed until it first accepts (one closed connection each on a
+        TLS listener). wait_healthy's full check follows; a deadline passed here is its
+        to report."""
+        waiting = self.brokers()
+        with ThreadPoolExecutor(max_workers=max(1, len(waiting))) as pool:
+            while waiting and time.monotonic() < deadline:
+                waiting = [n for n, up in zip(waiting, pool.map(_listening, waiting), strict=True)
+                           if not up]
+                if waiting:
+                    self._raise_if_exited()
+                    time.sleep(0.1)
 
     def _raise_if_exited(self) -> None:
         for n in self._nodes:
@@ -656,6 +661,14 @@ def remove_run(run_id: str) -> list[str]:
     except Exception as e:
         errors.append(f"mounts: {e}")
     return errors
+
+
+def _listening(node: DockerNode) -> bool:
+    try:
+        socket.create_connection((node.ip, CLIENT_PORT), timeout=0.5).close()
+        return True
+    except (OSError, HarnessError):   # refused while the broker starts; no address yet
+        return False
 
 
 def _too_few_live_brokers(err: KafkaError) -> bool:
