@@ -315,6 +315,9 @@ def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
                   force: bool = False) -> dict[str, str]:
     """Build what is missing (under a lock); return {what: tag}."""
     wanted = [resolve_version(v) for v in versions] if versions else default_versions()  # refuse bad input first
+    built = None if force else _all_built(wanted, toxiproxy)
+    if built is not None:
+        return built
     with _build_lock():
         tags = {"base": ensure_base_image(force=force)}
         for kv in wanted:
@@ -322,6 +325,17 @@ def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
         if toxiproxy:
             tags["toxiproxy"] = ensure_toxiproxy_image(force=force)
     return tags
+
+
+def _all_built(wanted: list[KafkaVersion], toxiproxy: bool) -> dict[str, str] | None:
+    """{what: tag} when every wanted image exists, else None; without the build lock. A
+    tag names its inputs' hash and Docker tags an image only once its build succeeded,
+    so an existing tag is complete: a cluster start need not queue behind another
+    process's build of some other image (minutes: a first build, CI's workers)."""
+    tags = {"base": base_image_tag(), **{f"kafka-{kv.version}": kafka_image_tag(kv) for kv in wanted}}
+    if toxiproxy:
+        tags["toxiproxy"] = toxiproxy_image_tag()
+    return tags if all(_image_exists(tag) for tag in tags.values()) else None
 
 
 def build_all(force: bool = False, versions: list[str] | None = None) -> dict[str, str]:
