@@ -1,15 +1,14 @@
 """DockerCluster's start without Docker (issue 37): which nodes start together, in
-what order the cluster keeps them, what a failed start leaves for stop(), the wait
-for every broker's client port, and ensure_images without the build lock."""
-import socket
+what order the cluster keeps them, what a failed start leaves for stop(),
+and ensure_images without the build lock."""
 import threading
 import time
 from contextlib import contextmanager
 
 import pytest
 
-from clusters import docker_cluster, images
-from clusters.docker_cluster import ClusterUnhealthy, DockerCluster
+from clusters import images
+from clusters.docker_cluster import DockerCluster
 from clusters.spec import ClusterSpec
 from clusters.versions import resolve_version
 
@@ -72,46 +71,6 @@ def test_a_failed_node_start_raises_after_the_others_are_recorded():
         cluster._start_nodes()
     # the nodes that did start are known (their logs, stop()), none is still being made
     assert [n.name for n in cluster._nodes] == ["kafka-1", "kafka-3"]
-
-
-def test_waits_until_every_broker_listens_probing_each_until_it_first_does(monkeypatch):
-    cluster = recording_cluster(ClusterSpec.kraft_combined("4.3", 3))
-    cluster._start_nodes()
-    asked = []
-
-    def listening(node):
-        asked.append(node.name)
-        return node.name != "kafka-3" or asked.count("kafka-3") >= 3
-    monkeypatch.setattr(docker_cluster, "_listening", listening)
-    monkeypatch.setattr(docker_cluster.time, "sleep", lambda s: None)
-    cluster._wait_brokers_listening(time.monotonic() + 10)
-    # a broker that accepted once is not asked again
-    assert asked.count("kafka-3") == 3 and asked.count("kafka-1") == 1
-
-
-def test_wait_for_listeners_fails_at_once_when_a_node_exited(monkeypatch):
-    cluster = recording_cluster(ClusterSpec.kraft_combined("4.3", 3))
-    cluster._start_nodes()
-    monkeypatch.setattr(docker_cluster, "_listening", lambda node: False)
-    cluster._nodes[1].state = "exited"
-    with pytest.raises(ClusterUnhealthy, match="(?s)kafka-2 exited.*FATAL it broke"):
-        cluster._wait_brokers_listening(time.monotonic() + 10)
-
-
-def test_a_port_that_accepts_is_listening_and_a_closed_one_is_not():
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen()
-        port = server.getsockname()[1]
-        node = type("Node", (), {"ip": "127.0.0.1"})()
-        monkey = pytest.MonkeyPatch()
-        monkey.setattr(docker_cluster, "CLIENT_PORT", port)
-        try:
-            assert docker_cluster._listening(node)
-            server.close()
-            assert not docker_cluster._listening(node)
-        finally:
-            monkey.undo()
 
 
 def test_ensure_images_takes_no_build_lock_when_every_image_exists(monkeypatch):
