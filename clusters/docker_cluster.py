@@ -19,7 +19,7 @@ import os
 import struct
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
@@ -151,37 +151,13 @@ class DockerCluster:
         return next((c["Subnet"] for c in config if c.get("Subnet")), None)
 
     def _start_nodes(self) -> None:
-        """ZooKeeper's nodes, then every Kafka node (controllers and brokers) at once; a
-        secured ZooKeeper-mode cluster's SCRAM user is written into ZooKeeper before the
-        first broker starts. Kafka's nodes find each other by retrying, so their order
-        never mattered; made one after another (0.3-1.2 s each on 2 busy cores) the last
-        of 3 started 1-2 s after the first (0.5-0.9 s together). The cluster's ready time
-        is bound by its JVMs' CPU, not by this (benchmarks/RESULTS.md, issue 37)."""
-        plans = plan_nodes(self.spec)
-        self._start_together([p for p in plans if p.role == ZOOKEEPER])
-        if self.security is not None and not self.spec.is_kraft:
-            self._zookeeper_user()
-        self._start_together([p for p in plans if p.role != ZOOKEEPER])
-
-    def _start_together(self, plans: list[NodePlan]) -> None:
-        """Start the plans' containers in parallel; nodes keep plan order. Every start
-        has ended before this returns or raises, even on Ctrl-C: a container still being
-        made when stop() sweeps the run's labels would be left behind."""
-        if not plans:
-            return
-        pool = ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="node-start")
-        futures = [pool.submit(self._start_node, plan) for plan in plans]
-        try:
-            wait(futures)
-        except BaseException:
-            wait(futures)
-            raise
-        finally:
-            pool.shutdown(wait=False)
-            self._nodes.extend(f.result() for f in futures if f.exception() is None)
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
+        """Every node in plan order; a secured ZooKeeper-mode cluster's SCRAM user is
+        written into ZooKeeper before the first broker starts."""
+        for plan in plan_nodes(self.spec):
+            if plan.role != ZOOKEEPER and self.security is not None and not self.spec.is_kraft \
+                    and not self.brokers():
+                self._zookeeper_user()
+            self._nodes.append(self._start_node(plan))
 
     def _zookeeper_user(self, timeout: float = 60) -> None:
         zk = self.nodes(ZOOKEEPER)[0]
