@@ -68,8 +68,6 @@ def instrument(cluster: DockerCluster, tl: Timeline) -> None:
     wrap(dc, "ensure_images", tl, lambda a: "ensure_images")
     wrap(cluster, "_start_node", tl, lambda a: f"container {a[0].alias} created+started")
     wrap(cluster, "_start_toxiproxy", tl, lambda a: "toxiproxy started and wired")
-    if hasattr(cluster, "_wait_brokers_listening"):
-        wrap(cluster, "_wait_brokers_listening", tl, lambda a: "every broker listening")
     wrap(cluster, "wait_healthy", tl, lambda a: "wait_healthy")
     reason = cluster._unhealthy_reason
 

@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import logging
 import os
-import socket
 import struct
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 os.environ.setdefault("TESTCONTAINERS_RYUK_DISABLED", "true")  # Ryuk cannot be pulled here
@@ -135,9 +134,7 @@ class DockerCluster:
             if self.spec.toxiproxy != TOXIPROXY_OFF:
                 self._start_toxiproxy(tags["toxiproxy"])
             self._start_nodes()
-            deadline = time.monotonic() + timeout
-            self._wait_brokers_listening(deadline)
-            self.wait_healthy(max(1.0, deadline - time.monotonic()))
+            self.wait_healthy(timeout)
         except BaseException:
             self._start_cut_short = True
             self.stop()
@@ -154,36 +151,13 @@ class DockerCluster:
         return next((c["Subnet"] for c in config if c.get("Subnet")), None)
 
     def _start_nodes(self) -> None:
-        """ZooKeeper's nodes, then every Kafka node (controllers and brokers) at once; a
-        secured ZooKeeper-mode cluster's SCRAM user is written into ZooKeeper before the
-        first broker starts. Kafka's nodes find each other by retrying, so their order
-        never mattered; made one after another (0.3-1.2 s each on 2 busy cores) the
-        last node started 2 s after the first, and the cluster is ready only when it is."""
-        plans = plan_nodes(self.spec)
-        self._start_together([p for p in plans if p.role == ZOOKEEPER])
-        if self.security is not None and not self.spec.is_kraft:
-            self._zookeeper_user()
-        self._start_together([p for p in plans if p.role != ZOOKEEPER])
-
-    def _start_together(self, plans: list[NodePlan]) -> None:
-        """Start the plans' containers in parallel; nodes keep plan order. Every start
-        has ended before this returns or raises, even on Ctrl-C: a container still being
-        made when stop() sweeps the run's labels would be left behind."""
-        if not plans:
-            return
-        pool = ThreadPoolExecutor(max_workers=len(plans), thread_name_prefix="node-start")
-        futures = [pool.submit(self._start_node, plan) for plan in plans]
-        try:
-            wait(futures)
-        except BaseException:
-            wait(futures)
-            raise
-        finally:
-            pool.shutdown(wait=False)
-            self._nodes.extend(f.result() for f in futures if f.exception() is None)
-        for f in futures:
-            if f.exception() is not None:
-                raise f.exception()
+        """Every node in plan order; a secured ZooKeeper-mode cluster's SCRAM user is
+        written into ZooKeeper before the first broker starts."""
+        for plan in plan_nodes(self.spec):
+            if plan.role != ZOOKEEPER and self.security is not None and not self.spec.is_kraft \
+                    and not self.brokers():
+                self._zookeeper_user()
+            self._nodes.append(self._start_node(plan))
 
     def _zookeeper_user(self, timeout: float = 60) -> None:
         zk = self.nodes(ZOOKEEPER)[0]
@@ -556,31 +530,6 @@ class DockerCluster:
             "kafka_server_kafkaserver_brokerstate")
         return state == BROKER_STATE_RUNNING
 
-    def _wait_brokers_listening(self, deadline: float) -> None:
-        """Until every broker accepts TCP connections on its client port, which Kafka
-        (3.9 and 4.3, KRaft and ZooKeeper) opens as the broker turns RUNNING: a wait for
-        a new cluster's JVMs that costs them nothing (a scrape of their metrics endpoint
-        did, 5 times a second while they start). Asking Kafka meanwhile cost a 2 s
-        metadata attempt each time while no broker listened, and put the admin client
-        into its reconnect backoff (up to 10 s in librdkafka) as the brokers came up.
-        Each broker is probed until it first accepts (one closed connection each on a
-        TLS listener). wait_healthy's full check follows; a deadline passed here is its
-        to report."""
-        waiting = self.brokers()
-        with ThreadPoolExecutor(max_workers=max(1, len(waiting))) as pool:
-            while waiting and time.monotonic() < deadline:
-                waiting = [n for n, up in zip(waiting, pool.map(_listening, waiting), strict=True)
-                           if not up]
-                if waiting:
-                    self._raise_if_exited()
-                    time.sleep(0.1)
-
-    def _raise_if_exited(self) -> None:
-        for n in self._nodes:
-            if n.status() in ("exited", "dead"):
-                raise ClusterUnhealthy(f"{n.name} exited while waiting for the cluster:\n"
-                                       + "\n".join(n.logs().splitlines()[-30:]))
-
     def wait_healthy(self, timeout: float = 60) -> None:
         """All brokers registered, a controller active, every partition led with full ISR."""
         deadline = time.monotonic() + timeout
@@ -590,7 +539,10 @@ class DockerCluster:
             reason = self._unhealthy_reason(want)
             if reason is None:
                 return
-            self._raise_if_exited()
+            for n in self._nodes:
+                if n.status() in ("exited", "dead"):
+                    raise ClusterUnhealthy(f"{n.name} exited while waiting for the cluster:\n"
+                                           + "\n".join(n.logs().splitlines()[-30:]))
             time.sleep(0.25)
         raise ClusterUnhealthy(f"{self.name} not healthy after {timeout:.0f} s: {reason}")
 
@@ -661,14 +613,6 @@ def remove_run(run_id: str) -> list[str]:
     except Exception as e:
         errors.append(f"mounts: {e}")
     return errors
-
-
-def _listening(node: DockerNode) -> bool:
-    try:
-        socket.create_connection((node.ip, CLIENT_PORT), timeout=0.5).close()
-        return True
-    except (OSError, HarnessError):   # refused while the broker starts; no address yet
-        return False
 
 
 def _too_few_live_brokers(err: KafkaError) -> bool:
