@@ -426,9 +426,26 @@ class DockerCluster:
                 parts = []
             if len(parts) == partitions and all(p.leader is not None and
                                                 len(p.isr) == replication_factor for p in parts):
+                self._wait_known_everywhere(name, partitions, deadline)
                 return
             time.sleep(0.2)
         raise ClusterUnhealthy(f"topic {name!r} has no leader / full ISR after {timeout:.0f} s")
+
+    def _wait_known_everywhere(self, name: str, partitions: int, deadline: float) -> None:
+        """Until every running broker answers metadata with the topic's partitions led
+        (at most until `deadline`; one that does not answer is not waited for). Brokers
+        learn a new topic each at its own pace, and a client asking one that has not yet
+        sees no topic: a consumer group's leader then assigns nothing, and librdkafka
+        joins again only at its next periodic metadata refresh (5 min). Seen in a CI
+        rehearsal (2026-11-27): a member subscribed right after the topic was made got
+        an empty assignment and no record for the test's 60 s."""
+        while time.monotonic() < deadline:
+            views = self._broker_views([name], 1.0)
+            if all(sum(p.topic == name and p.leader is not None for p in v.partitions)
+                   == partitions for v in views.values()):
+                return
+            time.sleep(0.2)
+        log.warning("topic %r: not every broker reports it yet", name)
 
     def _topic_admin(self) -> AdminClient:
         # Its own client: the shared one's short socket timeout suits metadata reads that

@@ -33,7 +33,9 @@ def _assigned(run_dir: str) -> set[str]:
         return set()
     ev = table(run_dir, "events")
     reb = ev[ev.name == "rebalance"]
-    return {t for t, d in zip(reb.target, reb.detail) if json.loads(d)["type"] == "assigned"}
+    # an empty assignment is none (a member that joined before it saw the topic)
+    return {t for t, d in zip(reb.target, reb.detail)
+            if json.loads(d)["type"] == "assigned" and json.loads(d)["partitions"]}
 
 
 def _committed(bootstrap: str, topic: str, partitions: int, group: str) -> int:
