@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -110,6 +111,17 @@ class RunContext:
     # sasl.*, ssl.*), set with the cluster; it may hold a password: never written or printed.
     client_config: dict[str, str] = field(default_factory=dict, repr=False)
     finalizers: Finalizers = field(default_factory=Finalizers)
+    # When the run ends the load before its duration (time.monotonic(); the scenario's
+    # workload.end_after_faults_s, set by the workloads-stop phase); None: it runs out.
+    load_cut_at: float | None = None
+
+    def load_left(self, started_at: float, duration_s: float) -> float:
+        """Seconds until a load begun at `started_at` (time.monotonic()) ends: its
+        duration, or sooner when the run cuts it."""
+        end = started_at + duration_s
+        if self.load_cut_at is not None:
+            end = min(end, self.load_cut_at)
+        return max(0.0, end - time.monotonic())
 
     @property
     def bootstrap(self) -> str:

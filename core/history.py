@@ -144,6 +144,9 @@ EVENT_KINDS = ENUMS[("events", "kind")]
 # fatal client error, an exit code nobody asked for): load that stopped early
 # proves nothing, so the verdict counts these (`workload_deaths`).
 WORKLOAD_DIED = "workload-died"
+# A phase event at the moment the run ends the load before its duration
+# (workload.end_after_faults_s); its detail says how long after the faults.
+LOAD_CUT = "load-cut"
 # The `client` event of a fatal client error (the client says it cannot go on): error,
 # reason, the call and the transaction it hit, and the policy followed (stop: the
 # workload dies; restart: a new incarnation goes on). Counted: `client_fatals`.

@@ -5,7 +5,7 @@ facts live in its section module.
 """
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from families.compacted.section import CompactedSpec
 from families.mirror.section import MirrorSpec
@@ -19,6 +19,11 @@ class Workload(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
     duration_s: float = 60.0
     warmup_timeout_s: float = 60.0          # until every partition has its first ack
+    # The load ends this long after the fault timeline is done and every fault healed,
+    # if that comes before duration_s: a migration or a rolling upgrade takes what it
+    # takes (85 s on a quiet machine, 157 s on a loaded one), and the load need not run
+    # a fixed guess long past it. None: the load runs duration_s.
+    end_after_faults_s: float | None = Field(None, gt=0)
     # Kafka's Java Verifiable clients run this version's jars (a line or exact version);
     # None: the brokers' version, as the cluster started.
     clients_version: str | None = None

@@ -15,6 +15,9 @@ What it sent is read from the history's produced table on the driver, two column
 - longest gap: the longest time between two of its sends in a row (a transactional
   Java producer's sends are its transactions' beginnings).
 
+A run that ends the load early (workload.end_after_faults_s: a `load-cut` phase event
+at the moment it ends) plans each workload to that moment, not to its duration.
+
 A workload is short when it sent less than `min_fraction` of its plan
 (`report.min_load_fraction`, default 0.5); `load_shortfall` counts them and is judged
 by default (verifiers/expectations.py). A fault that stalls a producer for seconds
@@ -26,13 +29,14 @@ since they began, so they catch up once sends go through again; a producer sent 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from core.history import LOAD_CUT
 from core.timeline import Timeline
 from spark_reports.storage import RunLocation
 
@@ -51,11 +55,19 @@ class LoadPlan:
     off_s: float = 0.0              # planned time away (churn: down_s per restart)
     restarts: bool = False          # its incarnations `<workload>.<n>` send for it
     min_fraction: float = DEFAULT_MIN_LOAD_FRACTION
+    cut_to_s: float | None = None   # the run ended the load this long after it began
+
+    @property
+    def planned_s(self) -> float | None:
+        """How long it was to send: its duration, or less when the run cut the load."""
+        if self.duration_s is None or self.cut_to_s is None:
+            return self.duration_s
+        return min(self.duration_s, self.cut_to_s)
 
     @property
     def planned_records(self) -> int | None:
-        if self.rate is not None and self.duration_s is not None:
-            n = int(self.rate * max(0.0, self.duration_s - self.off_s))
+        if self.rate is not None and self.planned_s is not None:
+            n = int(self.rate * max(0.0, self.planned_s - self.off_s))
             return n if self.records is None else min(n, self.records)
         return self.records
 
@@ -63,6 +75,8 @@ class LoadPlan:
     def words(self) -> str:
         """The plan as the scenario says it: "200 records/s for 20 s"."""
         away = f", {self.off_s:g} s of it away (churn)" if self.off_s else ""
+        if self.planned_s != self.duration_s:
+            away += f", ended at {self.planned_s:.1f} s, after the faults (end_after_faults_s)"
         if self.rate is not None and self.duration_s is not None:
             cap = f", at most {self.records:,}" if self.records is not None else ""
             return f"{self.rate:g} records/s for {self.duration_s:g} s{cap}{away}"
@@ -111,6 +125,11 @@ def load_start_us(tl: Timeline) -> int | None:
     return None
 
 
+def load_cut_us(tl: Timeline) -> int | None:
+    """When the run ended the load early (workload.end_after_faults_s), or None."""
+    return min((ts for ts, n in tl.phases if n == LOAD_CUT), default=None)
+
+
 def measure(plan: LoadPlan, sends: dict[str, np.ndarray], start_us: int | None) -> dict:
     """One workload's plan against what it sent (module docstring)."""
     mine = sorted(p for p in sends if plan.sends_as(p))
@@ -153,7 +172,9 @@ def summarize_load(summary: dict, plans, loc: RunLocation, files: list[str],
         return
     t = time.monotonic()
     sends = read_sends(loc, files)
-    start = load_start_us(tl)
+    start, cut = load_start_us(tl), load_cut_us(tl)
+    if cut is not None and start is not None:
+        plans = [replace(p, cut_to_s=(cut - start) / 1e6) for p in plans]
     rows = [measure(p, sends, start) for p in plans]
     short = [r for r in rows if r["short"]]
     summary["counts"]["load_shortfall"] = len(short)

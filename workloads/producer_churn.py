@@ -37,6 +37,23 @@ MAX_FATAL_RESTARTS = 20
 POLL_S = 0.2
 
 
+# Past its duration, a producer has its delivery timeout and this long to report its outcomes.
+DELIVERY_SLACK_S = 30.0
+
+
+def end_load(producers, run: "RunContext", started_at: float, duration_s: float) -> None:
+    """The graceful end of producers begun at `started_at`: each runs out its duration
+    and reports its outcomes, or is asked to stop; when the run cuts the load
+    (RunContext.load_cut_at), each sends until the cut. The caller then stops, without
+    a time limit, each one still running (the cut ones: they flush what is in flight)."""
+    for p in producers:
+        left = run.load_left(started_at, duration_s)
+        if run.load_cut_at is not None:
+            p.wait(left)
+        elif not p.wait(left + p.spec.delivery_timeout_ms / 1000 + DELIVERY_SLACK_S):
+            p.stop()
+
+
 def start_producer(spec: ProducerSpec, run: "RunContext", clients_version: str | None = None):
     """The producer the spec asks for, started: supervised when it may be restarted.
     `clients_version`: the Java client's jars (workload.clients_version)."""

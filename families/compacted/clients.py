@@ -22,10 +22,8 @@ from core.errors import HarnessError
 from families.compacted.drain import CleanerWait, roll_partitions
 from families.compacted.section import CLEANED_EVENT, CONFIG_EVENT
 from workloads.drain import drain as drain_topics
-from workloads.producer_churn import start_producer
+from workloads.producer_churn import end_load, start_producer
 from workloads.spec import DrainSpec
-
-DELIVERY_SLACK_S = 30.0
 
 
 class CompactedWorkloads:
@@ -57,10 +55,7 @@ class CompactedWorkloads:
     def stop(self, graceful: bool) -> None:
         """Graceful: each writer ends its duration and waits for its outcomes."""
         if graceful and self.started_at is not None:
-            for p in self.writers:
-                left = self.started_at + self.spec.duration_s - time.monotonic()
-                if not p.wait(max(0.0, left) + p.spec.delivery_timeout_ms / 1000 + DELIVERY_SLACK_S):
-                    p.stop()
+            end_load(self.writers, self.ctx, self.started_at, self.spec.duration_s)
         for p in self.writers:
             if p.result is None:
                 p.stop(timeout=None if graceful else 10.0)

@@ -213,9 +213,7 @@ class PipelineWorkloads:
         if self.stopped:
             return
         if graceful and self.started_at is not None:
-            left = self.started_at + self.spec.duration_s - time.monotonic()
-            if left > 0:
-                time.sleep(left)
+            time.sleep(self.ctx.load_left(self.started_at, self.spec.duration_s))
         for p in self.pipelines:
             p.stop(graceful)
         self.stopped = True

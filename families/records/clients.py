@@ -18,9 +18,8 @@ from core.history import WORKLOAD_DIED
 from workloads.consumer import ConsumerGroup
 from workloads.history_tail import HistoryTail
 from workloads.java_clients import run_java_consumer, run_java_producer
-from workloads.producer_churn import start_producer
+from workloads.producer_churn import end_load, start_producer
 
-DELIVERY_SLACK_S = 30.0
 CATCH_UP_QUIET_S = 3.0       # consumers are caught up once they read nothing new this long
 CATCH_UP_MAX_S = 30.0
 
@@ -94,10 +93,7 @@ class Workloads:
         """Graceful: producers end their duration, consumers catch up; quick otherwise.
         Idempotent: an interrupted stop is run again by the teardown."""
         if graceful and self.started_at is not None:
-            for p in self.producers:
-                left = self.started_at + self.spec.duration_s - time.monotonic()
-                if not p.wait(max(0.0, left) + p.spec.delivery_timeout_ms / 1000 + DELIVERY_SLACK_S):
-                    p.stop()
+            end_load(self.producers, self.ctx, self.started_at, self.spec.duration_s)
         for p in self.producers:
             if p.result is None:
                 p.stop(timeout=None if graceful else 10.0)
@@ -105,7 +101,7 @@ class Workloads:
             # Kafka's Java producers too run their duration (or their max_messages): with
             # no producer of ours to wait for, the load would end with the faults
             for t in self.java_producers:
-                t.join(max(0.0, self.started_at + self.spec.duration_s - time.monotonic()))
+                t.join(self.ctx.load_left(self.started_at, self.spec.duration_s))
         # ... and no longer: the groups' catch-up waits for quiet, which a producer still
         # writing never gives (a Java-only run sent 219 % of its plan, 30 s past its end)
         self.java_producers_stop.set()

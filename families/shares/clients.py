@@ -286,9 +286,7 @@ class ShareWorkloads:
         19 s before the load ended and the drain got 4 605 records), then until they have
         received nothing for CATCH_UP_QUIET_S (at most CATCH_UP_MAX_S); quick otherwise."""
         if graceful and self.started_at is not None and not self.stopped:
-            left = self.started_at + self.spec.duration_s - time.monotonic()
-            if left > 0:
-                time.sleep(left)
+            time.sleep(self.ctx.load_left(self.started_at, self.spec.duration_s))
             self._catch_up()
         for group in self.groups:
             group.stop(graceful)

@@ -45,8 +45,10 @@ def upgrade_scenario(path_or_name: str | None, from_alias: str, to_alias: str,
     from clusters.versions import resolve_version
     from harness.scenario import load_scenario
     old, new = _version("--from", from_alias, resolve_version), _version("--to", to_alias, resolve_version)
-    # its own faults go: they could not apply to the mode being checked
-    base = load_scenario(path_or_name or DEFAULT_SCENARIO, (*overrides, "faults={timeline: []}"), seed)
+    # its own faults go: they could not apply to the mode being checked (and, with none,
+    # a load that ends after the faults has nothing to end after: the upgrade comes back)
+    base = load_scenario(path_or_name or DEFAULT_SCENARIO, (
+        *overrides, "faults={timeline: []}", "workload.end_after_faults_s=null"), seed)
     try:
         check_pair(old, new, base.cluster.mode, rollback)
     except UpgradeRefused as e:

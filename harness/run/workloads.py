@@ -13,6 +13,7 @@ import time
 import pyarrow.compute as pc
 
 from core.errors import HarnessError
+from core.history import LOAD_CUT, now_us
 from families import named_by
 from harness.run import Run
 from harness.run.phases import FAILED
@@ -79,10 +80,28 @@ def _ready(run: Run) -> bool:
 
 
 def stop(run: Run, detail: dict) -> None:
+    _cut_load(run, detail)
     run.ctx.finalizers.run("workloads-stop")
     detail["producers"] = {p.spec.name: {"exitcode": p.exitcode,
                                          "indeterminate_written": p.result.indeterminate
                                          if p.result else None} for p in run.load.producers}
+
+
+def _cut_load(run: Run, detail: dict) -> None:
+    """workload.end_after_faults_s: this phase follows heal-all and recovery-wait, so
+    the faults are done; the load ends that long from now if that is before its
+    duration, and the history says when (the load plan is judged to then)."""
+    after = run.scenario.workload.end_after_faults_s
+    begun = [r["start_us"] for r in run.phases.records if r["name"] == "workloads-start"]
+    if after is None or not begun:
+        return
+    cut_us = now_us() + int(after * 1e6)
+    if cut_us >= begun[0] + int(run.scenario.workload.duration_s * 1e6):
+        return
+    run.ctx.load_cut_at = time.monotonic() + after
+    if run.ctx.events is not None:
+        run.ctx.events.emit("phase", LOAD_CUT, ts_us=cut_us, after_faults_s=after)
+    detail["load_cut_after_s"] = after
 
 
 def drain(run: Run, detail: dict) -> None:

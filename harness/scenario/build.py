@@ -230,7 +230,11 @@ def _items(b: Builder, path: tuple) -> list:
 def _workload(b: Builder, topics, seed: int) -> Workload:
     duration = b.at(("workload",), lambda: Workload(**{
         k: v for k, v in b.get(("workload",), {}).items()
-        if k in ("duration_s", "warmup_timeout_s")}))
+        if k in ("duration_s", "warmup_timeout_s", "end_after_faults_s")}))
+    if duration.end_after_faults_s is not None and duration.end_after_faults_s >= duration.duration_s:
+        b.fail(("workload", "end_after_faults_s"), f"{duration.end_after_faults_s:g} s is not "
+               f"shorter than workload.duration_s ({duration.duration_s:g} s)",
+               "shorten it, or remove it and let the load run duration_s")
     clients_version = _clients_version(b)
     producers = [_producer(b, i, raw, topics, duration.duration_s, seed)
                  for i, raw in enumerate(_items(b, ("workload", "producers")))]
@@ -272,7 +276,7 @@ def _workload(b: Builder, topics, seed: int) -> Workload:
         _check_topic(b, ("workload", kind, i if i < len(java_p) else i - len(java_p), "topic"),
                      j.topic, topics)
     return Workload(duration_s=duration.duration_s, warmup_timeout_s=duration.warmup_timeout_s,
-                    clients_version=clients_version,
+                    end_after_faults_s=duration.end_after_faults_s, clients_version=clients_version,
                     producers=tuple(producers), consumers=tuple(consumers),
                     java_producers=tuple(java_p), java_consumers=tuple(java_c),
                     share_groups=tuple(shares), pipelines=tuple(pipes),
@@ -510,6 +514,9 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
     nemesis = _nemesis(b, cluster, topics, workload.duration_s)
     recovery = b.at(("faults",), lambda: Faults(
         **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
+    if workload.end_after_faults_s is not None and not timeline and nemesis is None:
+        b.fail(("workload", "end_after_faults_s"), "the scenario has no faults to end after",
+               "remove it (the load runs workload.duration_s), or add faults")
     return Faults(timeline=timeline, nemesis=nemesis, recovery_timeout_s=recovery)
 
 

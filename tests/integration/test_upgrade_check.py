@@ -10,7 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_harness_run import _leftovers, _only_run  # same dir: pytest puts it on sys.path
+from load_cut_check import check_load_cut  # same dir: pytest puts it on sys.path
+from test_harness_run import _leftovers, _only_run
 
 HARNESS = [sys.executable, "-m", "harness.cli"]
 
@@ -46,5 +47,6 @@ def test_upgrade_check_upgrades_every_node_under_load_and_judges_it(tmp_path):
         assert f"Kafka version: {old} " in first.read_text(errors="replace"), first.name
     summary = json.loads((run_dir / "result.json").read_text())
     assert summary["status"] == "passed", summary
+    check_load_cut(run_dir)        # the scenario's end_after_faults_s
     assert not _leftovers(run_dir.name)
     assert Path(run_dir / "report" / "index.html").is_file()

@@ -8,7 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from test_harness_run import _leftovers  # same dir: pytest puts it on sys.path
+from load_cut_check import check_load_cut  # same dir: pytest puts it on sys.path
+from test_harness_run import _leftovers
 
 from core.history import read_table
 from faults.migration import STEPS
@@ -31,6 +32,9 @@ def test_zk_migration_under_load_passes_and_ends_as_kraft(tmp_path):
     assert "PASSED" in proc.stdout
     summary = json.loads((run_dir / "report" / "summary.json").read_text())
     assert summary["anomalies"]["lost"] == 0 and summary["counts"]["acked"] > 50_000
+    # the load ended 20 s after the migration (end_after_faults_s), not at its 180 s
+    check_load_cut(run_dir)
+    assert summary["counts"]["load_shortfall"] == 0
 
     steps = _step_events(run_dir)
     assert [s["name"] for s in steps] == [f"zk-migration:{s}" for s in STEPS]

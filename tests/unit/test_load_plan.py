@@ -188,3 +188,40 @@ def test_without_plans_the_shortfall_is_not_judged_and_says_why(tmp_path):
     assert v.status == "passed"
     assert ("load_shortfall == 0: not judged, no load plan was given (verified without the "
             "run's scenario model)") in v.not_judged
+
+
+def test_a_load_the_run_ended_after_the_faults_is_planned_to_its_end(tmp_path):
+    # 100/s for 180 s, but the run ended the load at 60 s (end_after_faults_s): 6 000
+    # planned, and a producer that sent 5 800 by then is not short; 2 000 is
+    files = _history(tmp_path, {"p0": [i / 100 for i in range(5800)],
+                                "q": [i / 100 for i in range(2000)]})
+    tl = Timeline(phases=[(T0, "workloads-start"), (T0 + 60 * S, "load-cut")])
+    summary = {"counts": {}, "anomalies": {}}
+    plans = (LoadPlan("p0", "producer", rate=100, duration_s=180),
+             LoadPlan("q", "producer", rate=100, duration_s=180))
+    summarize_load(summary, plans, RunLocation.of(str(tmp_path)), files, tl)
+    p0, q = summary["load"]["workloads"]
+    assert (p0["planned"], p0["short"], q["planned"], q["short"]) == (6000, False, 6000, True)
+    assert p0["plan"] == ("100 records/s for 180 s, ended at 60.0 s, after the faults "
+                          "(end_after_faults_s)")
+    # a cut after the duration changes nothing
+    assert LoadPlan("p0", "producer", rate=100, duration_s=20, cut_to_s=30).planned_records == 2000
+    assert LoadPlan("p0", "producer", rate=100, duration_s=20, cut_to_s=30).words == \
+        "100 records/s for 20 s"
+
+
+def test_end_after_faults_must_be_shorter_than_the_load_and_needs_faults():
+    faults = "faults: {timeline: [{at: 5, fault: kill, target: {node: broker-1}}]}\n"
+    s = _scenario(BASE.replace("duration_s: 60", "duration_s: 60\n  end_after_faults_s: 15")
+                  + "    - {name: p0, topic: t}\n" + faults)
+    assert s.workload.end_after_faults_s == 15
+    assert _scenario(s.to_yaml()).workload.end_after_faults_s == 15     # stored runs read it
+    for value, faults_text, said in (
+            (60, faults, "not shorter than workload.duration_s"),
+            (0, faults, "greater than 0"),
+            (15, "", "the scenario has no faults to end after")):
+        with pytest.raises(SpecError) as e:
+            _scenario(BASE.replace("duration_s: 60", f"duration_s: 60\n  end_after_faults_s: {value}")
+                      + "    - {name: p0, topic: t}\n" + faults_text)
+        assert "s.yaml" in str(e.value) and "workload.end_after_faults_s" in str(e.value), e.value
+        assert said in str(e.value), e.value
