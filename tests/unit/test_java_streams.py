@@ -87,7 +87,7 @@ def test_its_lines_become_the_history_the_other_processors_write(tmp_path):
 
 
 def test_a_streams_pipeline_slot_runs_a_streams_processor(tmp_path):
-    """Pipeline._start picks the Streams handle; with no cluster its container cannot run:
+    """Pipeline.start_instance picks the Streams handle; with no cluster its container cannot run:
     the instance is dead (exit 1), not hung, and says why."""
     events = EventLog(str(tmp_path), "r", writer_name="e")
     ctx = SimpleNamespace(dir=str(tmp_path), run_id="r", bootstrap="x:9092", seed=0, cluster=None,
@@ -95,7 +95,7 @@ def test_a_streams_pipeline_slot_runs_a_streams_processor(tmp_path):
     spec = pipeline(0, {"input_topic": "in", "output_topic": "out", "client": "streams",
                         "commit_interval_ms": 300})
     p = Pipeline(spec, ctx, clients_version=None)
-    p._start("pl0i0", "pl0i0.1")
+    p.start_instance("pl0i0", "pl0i0.1")
     w = p.workers["pl0i0.1"]
     assert isinstance(w, StreamsProcessor) and w.wait(30)
     assert "--commit-interval-ms" in w.args and "300" in w.args
