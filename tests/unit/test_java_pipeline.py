@@ -29,7 +29,7 @@ def test_processor_args_name_every_flag_of_pipeline_processor_java():
     assert opts["--name"] == "pl0i1.2" and opts["--transactional-id"] == "r-pl0i1"
     assert (opts["--keyed"], opts["--records-per-txn"], opts["--restore-timeout-ms"]) == ("1", "50", "61500")
     assert opts["--processing"] == "exactly_once" and opts["--group"] == "g-pl0"
-    source = PIPELINE_PROCESSOR.source.read_text()
+    source = "".join(f.read_text() for f in PIPELINE_PROCESSOR.sources)    # its own and the shared ones
     assert all(f'"{a[2:]}"' in source for a in args[::2])     # read by name there
     assert processor_config(SETTINGS, "10.0.0.2:9092") == {"bootstrap.servers": "10.0.0.2:9092",
                                                            "linger.ms": "7"}

@@ -18,7 +18,7 @@ from families.pipelines.clients import Pipeline
 from families.pipelines.section import pipeline
 from harness.run import cluster as run_cluster
 from harness.scenario import load_scenario
-from workloads.java_pipeline import PipelineLineConverter
+from workloads.java_pipeline import PIPELINE_PROGRAM, PipelineLineConverter
 from workloads.java_streams import (
     STATE_DIR,
     STREAMS_LIBS,
@@ -40,7 +40,7 @@ def test_streams_args_name_every_flag_of_streams_processor_java():
     assert opts["--name"] == "pl0i1.2" and opts["--group"] == "pl0"     # application.id
     assert (opts["--commit-interval-ms"], opts["--transaction-timeout-ms"]) == ("250", "9000")
     assert (opts["--streams-protocol"], opts["--state-dir"]) == ("streams", STATE_DIR)
-    source = STREAMS_PROCESSOR.source.read_text()
+    source = "".join(f.read_text() for f in STREAMS_PROCESSOR.sources)    # its own and the shared ones
     assert all(f'"{a[2:]}"' in source for a in args[::2])     # read by name there
 
 
@@ -52,7 +52,8 @@ def test_its_jars_follow_the_images_and_its_state_is_a_tmpfs():
 
 def test_an_output_names_its_writer_and_no_transaction():
     """StreamsProcessor.java writes "-" where the others write a transaction number."""
-    assert 'name + " - "' in STREAMS_PROCESSOR.source.read_text()
+    assert 'outputValue(rid, count, "-")' in STREAMS_PROCESSOR.source.read_text()
+    assert 'name + " "\n                + txn + " "' in PIPELINE_PROGRAM.read_text()
     assert pipeline_output_of(b"pipe p0-9 3 pl0i0.1 - xxxxxxxx") == ("p0-9", 3, "pl0i0.1", None)
 
 
