@@ -13,8 +13,8 @@ import pytest
 
 from core.errors import SpecError
 from core.history import EventLog, HistoryWriter, read_table
-from families.pipelines import pipeline_metrics
 from families.pipelines.clients import Pipeline
+from families.pipelines.metrics import pipeline_metrics
 from families.pipelines.section import pipeline
 from harness.run import cluster as run_cluster
 from harness.scenario import load_scenario
@@ -82,7 +82,7 @@ def test_its_lines_become_the_history_the_other_processors_write(tmp_path):
     ev = read_table(tmp_path, "events").to_pandas()
     assert conv.started["streams_protocol"] == "classic" and conv.fatal is None
     m = pipeline_metrics(ev.to_dict("records"))["pl0"]
-    assert (m["rebalances"], m["committed"], m["begun"], m["restores"]) == (1, 31, 0, 1), m
+    assert (m.rebalances, m.committed, m.begun, m.restores) == (1, 31, 0, 1), m
     rebuild = json.loads(ev[ev.name == "pipeline-rebuild"].detail.iloc[0])
     assert rebuild["txn"] is None and rebuild["error"] == "TaskCorruptedException"
 
