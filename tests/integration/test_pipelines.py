@@ -6,21 +6,16 @@ exactly once, each key's counts in the output log run 1, 2, 3 … with no gap or
 the kill happened, and the instances rebuilt their counts from the output topic."""
 from __future__ import annotations
 
+import pipeline_history as ph  # same dir: pytest puts it on sys.path
 import pytest
-from pipeline_history import (  # same dir: pytest puts it on sys.path
-    check_exactly_once_run,
-    check_passed_and_cleaned_up,
-    pipeline_scenario,
-    run_scenario,
-)
 
 # one instance killed 9 s in, back 2 s later
-SCENARIO = pipeline_scenario("pipeline-ci", 36, duration_s=22, rate=250, churn_first_s=9,
-                             records_per_txn=50)
+SCENARIO = ph.pipeline_scenario("pipeline-ci", 36, duration_s=22, rate=250, churn_first_s=9,
+                                records_per_txn=50)
 
 
 @pytest.mark.timeout(600)
 def test_an_exactly_once_pipeline_with_a_processor_killed_mid_run(chaos_run, tmp_path):
-    result, run_dir, summary = run_scenario(chaos_run, tmp_path, SCENARIO)
-    check_exactly_once_run(run_dir, summary, min_acked=3000)
-    check_passed_and_cleaned_up(result, summary)
+    result, run_dir, summary = ph.run_scenario(chaos_run, tmp_path, SCENARIO)
+    ph.check_exactly_once_run(run_dir, summary, min_acked=3000)
+    ph.check_passed_and_cleaned_up(result, summary)

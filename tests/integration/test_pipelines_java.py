@@ -7,25 +7,18 @@ counts in the output log run 1, 2, 3 … with no gap or repeat, the instances re
 their counts from the output topic and said which transactions protocol they spoke."""
 from __future__ import annotations
 
+import pipeline_history as ph  # same dir: pytest puts it on sys.path
 import pytest
-from pipeline_history import (  # same dir: pytest puts it on sys.path
-    check_exactly_once_run,
-    check_java_processors,
-    check_passed_and_cleaned_up,
-    kill_out_leader,
-    pipeline_scenario,
-    run_scenario,
-)
 
 # the leader of an output partition killed 5 s in; one instance killed 11 s in, back 2 s later
-SCENARIO = pipeline_scenario("pipeline-java-ci", 37, duration_s=20, rate=200, churn_first_s=11,
-                             client="java", records_per_txn=50, faults=[kill_out_leader(5)])
+SCENARIO = ph.pipeline_scenario("pipeline-java-ci", 37, duration_s=20, rate=200, churn_first_s=11,
+                                client="java", records_per_txn=50, faults=[ph.kill_out_leader(5)])
 
 
 @pytest.mark.timeout(600)
 def test_an_exactly_once_java_pipeline_with_a_broker_and_a_processor_killed(chaos_run, tmp_path):
-    result, run_dir, summary = run_scenario(chaos_run, tmp_path, SCENARIO)
-    acked, mine = check_exactly_once_run(run_dir, summary, min_acked=2000)
-    starts = check_java_processors(run_dir, mine, acked)
+    result, run_dir, summary = ph.run_scenario(chaos_run, tmp_path, SCENARIO)
+    acked, mine = ph.check_exactly_once_run(run_dir, summary, min_acked=2000)
+    starts = ph.check_java_processors(run_dir, mine, acked)
     assert {s["client_version"] for s in starts} == {"4.3.1"}, starts
-    check_passed_and_cleaned_up(result, summary)
+    ph.check_passed_and_cleaned_up(result, summary)

@@ -8,34 +8,27 @@ its changelog, and the outputs name their writer but no transaction (Streams doe
 say which)."""
 from __future__ import annotations
 
+import pipeline_history as ph  # same dir: pytest puts it on sys.path
 import pytest
-from pipeline_history import (  # same dir: pytest puts it on sys.path
-    check_exactly_once_run,
-    check_java_processors,
-    check_passed_and_cleaned_up,
-    kill_out_leader,
-    pipeline_scenario,
-    run_scenario,
-)
 
 from core.history import read_table
 
 # one instance killed 11 s in (it has committed counts by then: Streams starts in ~8 s),
 # back 2 s later; then the leader of an output partition killed (transactions in flight
 # to it: each instance's commits wait for it, the moved tasks' restores too)
-SCENARIO = pipeline_scenario("pipeline-streams-ci", 41, duration_s=20, rate=200, churn_first_s=11,
-                             client="streams", faults=[kill_out_leader(13)])
+SCENARIO = ph.pipeline_scenario("pipeline-streams-ci", 41, duration_s=20, rate=200, churn_first_s=11,
+                                client="streams", faults=[ph.kill_out_leader(13)])
 
 
 @pytest.mark.timeout(600)
 def test_an_exactly_once_streams_pipeline_with_a_broker_and_an_instance_killed(chaos_run, tmp_path):
-    result, run_dir, summary = run_scenario(chaos_run, tmp_path, SCENARIO)
-    acked, mine = check_exactly_once_run(run_dir, summary, min_acked=2000)
-    starts = check_java_processors(run_dir, mine, acked)
+    result, run_dir, summary = ph.run_scenario(chaos_run, tmp_path, SCENARIO)
+    acked, mine = ph.check_exactly_once_run(run_dir, summary, min_acked=2000)
+    starts = ph.check_java_processors(run_dir, mine, acked)
     assert {(s["client_version"], s["streams_protocol"], s["application_id"])
             for s in starts} == {("4.3.1", "classic", "pl0")}, starts
     drained = read_table(run_dir, "consumed").to_pandas().query("phase == 'drain' and topic == 'out'")
     assert set(drained.pipeline_instance) <= {"pl0i0", "pl0i1", "pl0i0.1", "pl0i1.1"}
     assert drained.pipeline_txn.isna().all()           # Streams names no transaction
     assert summary["pipelines"]["pl0"]["committed"] > 0, summary["pipelines"]
-    check_passed_and_cleaned_up(result, summary)
+    ph.check_passed_and_cleaned_up(result, summary)

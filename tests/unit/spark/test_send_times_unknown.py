@@ -18,16 +18,13 @@ from verifiers.verify import verify_run
 pytestmark = pytest.mark.spark
 
 S = 1_000_000
+# Kafka's VerifiableProducer alone, 100 records/s for 10 s
 SCENARIO = """\
+workload: {duration_s: 10, java_producers: [{prefix: 1, topic: t, max_messages: 1000, throughput: 100}]}
+expect: [max_unavailability_s <= 30, ack_latency_ms.p99 < 500]
 name: java-producer-only
 cluster: {mode: kraft-combined, version: "3.9", brokers: 3}
 topics: [{name: t, partitions: 1, replication_factor: 3, configs: {min.insync.replicas: 2}}]
-workload:
-  duration_s: 10
-  java_producers: [{prefix: 1, topic: t, max_messages: 1000, throughput: 100}]
-expect:
-  - max_unavailability_s <= 30
-  - ack_latency_ms.p99 < 500
 """
 
 
