@@ -100,11 +100,7 @@ def decode_response_v6(payload: bytes, correlation_id: int
     """[(key, error_code, error_message, coordinator)] of a v6 response (without its
     size): header v1 (correlation id, tags), ThrottleTimeMs, Coordinators[], tags."""
     r = FlexReader(payload)
-    cid = r.take(">i")
-    if cid != correlation_id:
-        raise CoordinatorError(f"FindCoordinator answer for request {cid}, expected {correlation_id}")
-    r.skip_tags()
-    r.take(">i")                                    # throttle time
+    r.response_start(correlation_id, "FindCoordinator", CoordinatorError)
     out = []
     for _ in range(max(0, r.count())):
         key, node_id, host, port = r.string() or "", r.take(">i"), r.string() or "", r.take(">i")

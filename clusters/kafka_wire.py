@@ -263,6 +263,17 @@ class FlexReader:
     def skip_tags(self) -> None:
         self.at = _skip_tags(self.data, self.at)
 
+    def response_start(self, correlation_id: int, api: str,
+                       error: type[Exception] = ValueError) -> None:
+        """Past a flexible response's header v1 (correlation id, tags) and the
+        ThrottleTimeMs its body starts with; `error` when the answer is to another
+        request than `correlation_id`."""
+        cid = self.take(">i")
+        if cid != correlation_id:
+            raise error(f"{api} answer for request {cid}, expected {correlation_id}")
+        self.skip_tags()
+        self.take(">i")                                 # throttle time
+
 
 # -- DescribeQuorum (KRaft): the metadata quorum's leader ------------------------------
 

@@ -70,11 +70,7 @@ def _partitions(r: FlexReader) -> dict[int, int | None]:
 def decode_response(payload: bytes, correlation: int = 1) -> dict[str, TopicInfo]:
     """Each topic of a v12 response (without its size), by name."""
     r = FlexReader(payload)
-    cid = r.take(">i")
-    if cid != correlation:
-        raise ValueError(f"Metadata answer for request {cid}, expected {correlation}")
-    r.skip_tags()
-    r.take(">i")                                       # throttle time
+    r.response_start(correlation, "Metadata")
     for _ in range(max(0, r.count())):                 # brokers
         r.take(">i"), r.string(), r.take(">i"), r.string()
         r.skip_tags()

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from families import by_name
+from families.records.send_times import unknown_in
 from spark_reports.summary import Summary
 
 
@@ -157,7 +158,7 @@ def fault_story(rec: dict, isr: dict | None, summary: Summary, run: RunFacts) ->
                           + ("; heal-all healed it later" if rec.get("healed") else "")))
     if not rec.get("healed"):
         lines.append(("–", "never healed"))
-    lines.append(("", _recovered(rec, isr)))
+    lines.append(("", _recovered(rec, isr, unknown_in(summary.metrics))))
     cost = summary.anomalies_by_fault.get(fid) or {}
     said = [f"{by_name(k).name} {count_words(n)}" for k, n in cost.items() if n]
     if said:
@@ -205,11 +206,14 @@ def _move(o: dict, tp: str, sizes: dict[str, int], run: RunFacts) -> str | None:
     return None
 
 
-def _recovered(rec: dict, isr: dict | None) -> str:
-    if rec.get("seconds") is None:
-        return f"never recovered: {', '.join(rec.get('never_recovered') or [])} still unavailable"
+def _recovered(rec: dict, isr: dict | None, unknown: str | None = None) -> str:
+    """`unknown`: why the run's send times are unknown (and so is its recovery)."""
     failover = rec.get("controller_failover_s")
     head = (f"controller failover {failover:.1f} s; " if failover is not None else "")
+    if unknown:
+        return _with_isr(head + f"recovery unknown: {unknown}", isr)
+    if rec.get("seconds") is None:
+        return f"never recovered: {', '.join(rec.get('never_recovered') or [])} still unavailable"
     if rec.get("no_partition_unavailable"):
         text = head + "no partition unavailable"
     else:
@@ -218,6 +222,10 @@ def _recovered(rec: dict, isr: dict | None) -> str:
         text = (head + f"recovered {rec['seconds']:.1f} s after the injection "
                 f"({rec.get('after_heal_s') or 0:.1f} s after the heal); unavailable "
                 f"{rec['unavailable_s']:.1f} s at most on one partition ({worst})")
+    return _with_isr(text, isr)
+
+
+def _with_isr(text: str, isr: dict | None) -> str:
     if isr and isr.get("shrunk_s") is not None:
         back = isr.get("restored_after_heal_s")
         text += ("; ISR full again " + (f"{back:.1f} s after the heal" if back is not None

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from families import FAMILIES, KINDS
+from families.records.send_times import unknown_in
 from spark_reports import plots
 from spark_reports.explain import RunFacts, count_words, explain, fault_story
 from spark_reports.summary import Summary
@@ -273,6 +274,8 @@ def _family_section(family, shown: list, summary: Summary, samples: dict, run: R
 
 
 def _latency_rows(metrics: dict) -> str:
+    if why := unknown_in(metrics):
+        return f"<p>Latency: unknown ({escape(why)}).</p>"
     rows = []
     for label, m in (("ack, overall", metrics.get("ack_latency_ms")),
                      ("end-to-end, overall", metrics.get("e2e_latency_ms"))):
@@ -334,7 +337,9 @@ def _throughput(m: dict, t0: int, colours: Mapping[str, str] | None) -> str:
     tp = m.get("throughput") or {}
     return ("<h2>Throughput, latency and consumer lag</h2>"
             + _img(plots.throughput_png(per_sec, faults, t0, fault_colours=colours), "throughput")
-            + _img(plots.latency_png(per_sec, faults, t0, fault_colours=colours), "ack latency")
+            + (f"<p class='muted'>Ack latency per second: unknown ({escape(why)}).</p>"
+               if (why := unknown_in(m)) else
+               _img(plots.latency_png(per_sec, faults, t0, fault_colours=colours), "ack latency"))
             + _img(plots.lag_png(m.get("consumer_lag") or [], faults, t0, fault_colours=colours),
                    "consumer lag")
             + f"<p>Mean sent {_fmt(tp.get('sent_per_s_mean'))}/s, acked "
@@ -359,8 +364,10 @@ def _leadership_and_recovery(summary: Summary, m: dict, t0: int,
     out.append(_changes(tl.get("observations") or [], brokers, labels, t0, opened=not faults))
     un = m.get("unavailability") or []
     thr = summary.config.get("unavailability_threshold_s")
+    unknown = unknown_in(m)
     out.append(f"<p>Unavailability windows (no successful ack for more than {_fmt(thr)} s "
-               f"while sends were pending; not before a partition's first ack): {len(un)}</p>")
+               f"while sends were pending; not before a partition's first ack): "
+               + (f"unknown ({escape(unknown)})" if unknown else str(len(un))) + "</p>")
     if un:
         out.append(_table(["partition", "from", "to", "seconds", "ended by an ack", "fault"],
                           [[f"{w['topic']}-{w['partition']}", when(w["start_us"], t0),
@@ -374,12 +381,13 @@ def _leadership_and_recovery(summary: Summary, m: dict, t0: int,
             ["fault", "what it did", "injected", "healed", "recovery (s)", "after heal (s)",
              "unavailable (s)", "controller failover (s)", "partitions (from)",
              "never recovered"],
-            [_recovery_row(r, t0) for r in rec],
+            [_recovery_row(r, t0, unknown is not None) for r in rec],
             ["bad" if r.get("inject_error") or r.get("heal_error") else "" for r in rec], fit=True))
     return "".join(out)
 
 
-def _recovery_row(r: dict, t0: int) -> list:
+def _recovery_row(r: dict, t0: int, unknown: bool = False) -> list:
+    """unknown: the run's send times are, and so is what is measured from them."""
     if r.get("inject_error"):       # it did nothing, and owns nothing
         return [r.get("label") or r["name"], f"not injected: {r['inject_error']}",
                 when(r["start_us"], t0), *["–"] * 7]
@@ -388,8 +396,10 @@ def _recovery_row(r: dict, t0: int) -> list:
         did = f"{did}; its heal failed: {r['heal_error']}"
     return [r.get("label") or r["name"], did,
             when(r["start_us"], t0), when(r["end_us"], t0) if r.get("healed") else "never",
-            "no partition unavailable" if r.get("no_partition_unavailable") else r.get("seconds"),
-            r.get("after_heal_s"), r.get("unavailable_s"), r.get("controller_failover_s"),
+            *(["unknown"] * 3 if unknown else [
+                "no partition unavailable" if r.get("no_partition_unavailable") else r.get("seconds"),
+                r.get("after_heal_s"), r.get("unavailable_s")]),
+            r.get("controller_failover_s"),
             f"{len(r['partitions'])} ({r['partitions_from']})",
             ", ".join(r.get("never_recovered") or [])]
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from verifiers.expectations import Expectation, ExpectationSet
+from families.records.send_times import unknown_in
+from verifiers.expectations import LATENCIES, Expectation, ExpectationSet
 
 _VIOLATION_OP = {"==": "!=", "!=": "==", "<=": ">", ">=": "<", "<": ">=", ">": "<="}
 
@@ -43,6 +44,10 @@ def unknown(reason: str, checks: tuple[Check, ...] = ()) -> Verdict:
     return Verdict("unknown", checks=checks, reason=reason)
 
 
+# what is measured from send times: unknown when no producer recorded any
+SEND_TIME_METRICS = ("max_unavailability_s", "max_recovery_s", *LATENCIES)
+
+
 def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
     """The value an expectation compares, or None and why it is missing. A count's
     `count_notes` entry (who died, which fault failed, which workload fell short) is
@@ -53,6 +58,8 @@ def metric_value(summary: dict, metric: str) -> tuple[float | None, str | None]:
     if metric in summary.get("counts", {}):
         return summary["counts"][metric], notes.get(metric)
     metrics = summary.get("metrics", {})
+    if metric in SEND_TIME_METRICS and (why := unknown_in(metrics)):
+        return None, f"unknown: {why}"
     if metric == "max_unavailability_s":
         return max((w["seconds"] for w in metrics.get("unavailability", [])), default=0.0), None
     if metric == "max_recovery_s":

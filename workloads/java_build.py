@@ -51,10 +51,12 @@ class JavaProgram:
     debug_loggers: tuple[str, ...] = ()
     # where a run sees jars the image lacks (Kafka Streams'), read-only; None: none
     libs_dir: str | None = None
+    # sources it shares with some of our programs only (the pipeline processors')
+    shared: tuple[Path, ...] = ()
 
     @property
     def sources(self) -> tuple[Path, ...]:
-        return (self.source, *SHARED_SOURCES)
+        return (self.source, *self.shared, *SHARED_SOURCES)
 
     @property
     def jar(self) -> str:

@@ -38,13 +38,16 @@ from workloads.pipeline_processor import ProcessorSettings
 if TYPE_CHECKING:
     from core.context import RunContext
 
+# what both Java pipeline processors (this one and java_streams.py's) are built on
+PIPELINE_PROGRAM = Path(__file__).parent / "java" / "PipelineProgram.java"
 PIPELINE_PROCESSOR = JavaProgram(
     source=Path(__file__).parent / "java" / "PipelineProcessor.java", main="PipelineProcessor",
     class_dir="/opt/harness-pipeline", cache_name="pipeline-processor",
     train_args=("--pipeline", "train", "--group", "train", "--input", "t", "--output", "u",
                 "--name", "train"),
     train_conf=(("bootstrap.servers", "127.0.0.1:1"),),
-    debug_loggers=("org.apache.kafka.clients.producer.internals.TransactionManager",))
+    debug_loggers=("org.apache.kafka.clients.producer.internals.TransactionManager",),
+    shared=(PIPELINE_PROGRAM,))
 FATAL_EXIT = 3
 KILLED_EXIT = 137
 

@@ -35,7 +35,7 @@ from clusters.images import kafka_streams_jars
 from core.errors import HarnessError
 from workloads import java_build
 from workloads.java_build import JavaProgram
-from workloads.java_pipeline import JavaProcessor
+from workloads.java_pipeline import PIPELINE_PROGRAM, JavaProcessor
 from workloads.pipeline_processor import ProcessorSettings
 
 STREAMS_LIBS = "/opt/harness-streams-libs"
@@ -49,7 +49,8 @@ STREAMS_PROCESSOR = JavaProgram(
     train_args=("--pipeline", "train", "--group", "train", "--input", "t", "--output", "u",
                 "--name", "train", "--state-dir", "/tmp/streams-train"),
     train_conf=(("bootstrap.servers", "127.0.0.1:1"),),
-    debug_loggers=(), libs_dir=STREAMS_LIBS)
+    debug_loggers=(), libs_dir=STREAMS_LIBS,
+    shared=(PIPELINE_PROGRAM,))
 
 
 def image_version(image: str) -> str:

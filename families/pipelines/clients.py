@@ -15,7 +15,6 @@ workload-died for an instance that ended on its own.
 """
 from __future__ import annotations
 
-import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -26,12 +25,12 @@ from core.context import RunContext
 from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
 from families.pipelines.section import PipelineSpec
-from workloads.churn import Churn
 from workloads.connection import connection_only
 from workloads.java_pipeline import JavaProcessor
 from workloads.java_streams import StreamsProcessor
 from workloads.pipeline_processor import ProcessorSettings, run_processor, settings_json
 from workloads.process import WorkerProcess
+from workloads.worker_set import Worker, WorkerSet
 
 CAUGHT_UP_S = 1.0
 
@@ -47,17 +46,13 @@ def settings_of(p: PipelineSpec, slot: str, ctx: RunContext) -> ProcessorSetting
         client_config={**connection_only(ctx.client_config or {}), **p.client_config})
 
 
-class Pipeline:
-    """One pipeline's instances: started, killed or closed, restarted."""
+class Pipeline(WorkerSet):
+    """One pipeline's instances (a WorkerProcess each, or a JavaProcessor: a
+    StreamsProcessor is one): started, killed or closed, restarted."""
 
     def __init__(self, spec: PipelineSpec, ctx: RunContext, clients_version: str | None = None):
+        super().__init__()
         self.spec, self.ctx, self.clients_version = spec, ctx, clients_version
-        # instance -> process (a StreamsProcessor is a JavaProcessor)
-        self.workers: dict[str, WorkerProcess | JavaProcessor] = {}
-        self.current: dict[str, str] = {}                 # slot -> its live instance
-        self.restarts: dict[str, int] = {}
-        self.stopping = threading.Event()
-        self.churn: Churn | None = None
 
     def _event(self, name: str, target: str, **detail) -> None:
         self.ctx.events.emit("client", name, target, pipeline=self.spec.name,
@@ -74,16 +69,14 @@ class Pipeline:
                     clients_version=self.clients_version if s.client != "librdkafka" else None,
                     streams_protocol=s.streams_protocol if s.client == "streams" else None)
         for slot in s.instance_names:
-            self._start(slot, slot)
+            self.start_instance(slot, slot)
         if s.churn is not None:
-            self.churn = Churn(
-                s.churn, s.instance_names, name=f"pipeline-churn-{s.name}",
-                bounce=lambda slot, clean, down_s: self.bounce(slot, clean=clean, down_s=down_s),
-                on_error=lambda slot, e: self._event("pipeline-churn-error", slot, error=e),
-                stopping=self.stopping).start()
+            self.start_churn(
+                s.churn, s.instance_names, f"pipeline-churn-{s.name}",
+                on_error=lambda slot, e: self._event("pipeline-churn-error", slot, error=e))
         return self
 
-    def _start(self, slot: str, instance: str) -> None:
+    def start_instance(self, slot: str, instance: str) -> None:
         logs = Path(self.ctx.dir) / "workloads"
         logs.mkdir(parents=True, exist_ok=True)
         settings = settings_of(self.spec, slot, self.ctx)
@@ -103,23 +96,16 @@ class Pipeline:
         self.current[slot] = instance
         self._event("pipeline-instance-start", instance, slot=slot)
 
-    def bounce(self, slot: str, *, clean: bool, down_s: float) -> None:
-        instance = self.current[slot]
-        if clean:
-            self._event("pipeline-instance-close", instance, clean=True)
-            self.workers[instance].stop(30.0)
-        else:
-            self._event("pipeline-instance-kill", instance, signal="SIGKILL")
-            self.workers[instance].kill()
-        if self.stopping.wait(down_s):
-            return
-        self.restarts[slot] = self.restarts.get(slot, 0) + 1
-        new = f"{slot}.{self.restarts[slot]}"
-        self._start(slot, new)
-        self._event("pipeline-instance-restart", new, previous=instance, slot=slot)
+    def close(self, instance: str) -> None:
+        self._event("pipeline-instance-close", instance, clean=True)
+        self.workers[instance].stop(30.0)
 
-    def died(self) -> list[str]:
-        return [i for i, w in self.workers.items() if w.died]
+    def kill(self, instance: str) -> None:
+        self._event("pipeline-instance-kill", instance, signal="SIGKILL")
+        self.workers[instance].kill()
+
+    def restarted(self, instance: str, previous: str, slot: str) -> None:
+        self._event("pipeline-instance-restart", instance, previous=previous, slot=slot)
 
     def catch_up(self) -> None:
         """Until the group's committed offsets have stood at every input partition's end
@@ -154,22 +140,17 @@ class Pipeline:
         self._event("pipeline-caught-up", self.spec.name, seconds=round(time.monotonic() - started, 1),
                     lag={str(p): n for p, n in left.items() if n})
 
-    def stop(self, graceful: bool) -> None:
-        self.stopping.set()
-        if self.churn is not None:
-            self.churn.join(60)
+    def before_stop(self, graceful: bool) -> None:
         if graceful:
             self.catch_up()
-        live = [(i, w) for i, w in self.workers.items() if w.exitcode is None and w.is_alive()]
-        for instance, w in live:
-            self._event("pipeline-instance-close", instance, clean=graceful, why="run-end")
-            w.request_stop()
-        for instance, w in self.workers.items():
-            if w.exitcode is None:
-                w.stop(30.0 if graceful else 5.0)
-            if w.died:
-                self._event(WORKLOAD_DIED, instance, workload="pipeline-processor",
-                            exitcode=w.exitcode, source="exit code")
+
+    def closing(self, instance: str, graceful: bool) -> None:
+        self._event("pipeline-instance-close", instance, clean=graceful, why="run-end")
+
+    def ended(self, instance: str, worker: Worker) -> None:
+        if worker.died:
+            self._event(WORKLOAD_DIED, instance, workload="pipeline-processor",
+                        exitcode=worker.exitcode, source="exit code")
 
 
 def _lag(reader: Consumer, topic: str, parts: list[int]) -> dict[int, int]:

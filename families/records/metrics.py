@@ -1,6 +1,7 @@
 """The records family's metrics (its Family.metrics): latencies, throughput and
 consumer lag (throughput.py), unavailability and recovery (availability.py), ISR
-shrink and regrowth (isr.py), per fault and run-wide, as summary["metrics"].
+shrink and regrowth (isr.py), per fault and run-wide, as summary["metrics"]; unknown
+where they need send times and no producer recorded any (send_times.py).
 
 Spark scans the records view once (throughput.histograms); the rest is small
 arithmetic on the driver over the histograms and the timeline. The pipeline runs
@@ -15,6 +16,7 @@ from families.base import RunData
 from families.records import availability as A
 from families.records import throughput as T
 from families.records.isr import isr_by_fault
+from families.records.send_times import why_unknown, without_send_times
 
 
 def records_metrics(data: RunData) -> dict:
@@ -23,6 +25,9 @@ def records_metrics(data: RunData) -> dict:
     found, steps = _measure(data.spark, views, consumed, data.timeline, list(data.topics),
                             list(data.partitions), data.threshold_s)
     doc = _metrics_doc(found, data.timeline, views.sizes, data.partitions)
+    why = why_unknown(data.events)
+    if why is not None:
+        doc = without_send_times(doc, why)
     return {"summary": {"metrics": doc}, "steps": steps}
 
 

@@ -15,7 +15,6 @@ its time is the death), share-member-close, share-member-restart, share-member-e
 """
 from __future__ import annotations
 
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -33,12 +32,12 @@ from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
 from families.shares import drain
 from families.shares.section import ShareGroupSpec
-from workloads.churn import Churn
 from workloads.connection import connection_only
 from workloads.java_share import JavaShareMember, JavaShareMemberSpec
 from workloads.process import WorkerProcess
 from workloads.share_log import convert_journal, is_converted, journal_path
 from workloads.share_member import ShareMemberSettings, run_share_member, settings_json
+from workloads.worker_set import Worker, WorkerSet
 
 DRAIN_MEMBER = "drain"
 SESSION_DEFAULT_MS = 45000        # group.share.session.timeout.ms's default
@@ -120,18 +119,14 @@ def settings_of(g: ShareGroupSpec, seed: int, client_config: dict, accept_all: b
         client_config={**client_config, **g.client_config}, accept_all=accept_all)
 
 
-class ShareGroup:
+class ShareGroup(WorkerSet):
     """One group's members: started, killed or closed, restarted as new instances
     (s0, s0.1, s0.2 …: the spec wants a new name per instance)."""
 
     def __init__(self, spec: ShareGroupSpec, ctx: RunContext, clients_version: str | None = None):
+        super().__init__()
         self.spec, self.ctx, self.clients_version = spec, ctx, clients_version
         self.settings = settings_of(spec, ctx.seed, connection_only(ctx.client_config or {}))
-        self.workers: dict[str, WorkerProcess] = {}        # instance -> process
-        self.current: dict[str, str] = {}                   # member -> its live instance
-        self.restarts: dict[str, int] = {}
-        self.stopping = threading.Event()
-        self.churn: Churn | None = None
         self._received = False
 
     def _event(self, name: str, target: str, **detail) -> None:
@@ -139,17 +134,16 @@ class ShareGroup:
 
     def start(self) -> "ShareGroup":
         for m in self.spec.member_names:
-            self._start(m, m)
+            self.start_instance(m, m)
         if self.spec.churn is not None:
             # its clock starts at the group's first record (members can take 15 s to get one)
-            self.churn = Churn(
-                self.spec.churn, self.spec.member_names, name=f"share-churn-{self.spec.group_id}",
-                bounce=lambda m, clean, down_s: self.bounce(m, clean=clean, down_s=down_s),
+            self.start_churn(
+                self.spec.churn, self.spec.member_names, f"share-churn-{self.spec.group_id}",
                 on_error=lambda m, e: self._event("share-churn-error", m, error=e),
-                stopping=self.stopping, ready=self.received_any).start()
+                ready=self.received_any)
         return self
 
-    def _start(self, member: str, instance: str) -> None:
+    def start_instance(self, member: str, instance: str) -> None:
         logs = Path(self.ctx.dir) / "workloads"
         logs.mkdir(parents=True, exist_ok=True)
         if self.spec.client == "java":
@@ -163,15 +157,8 @@ class ShareGroup:
         self.current[member] = instance
         self._event("share-member-start", instance, member=member)
 
-    def bounce(self, member: str, *, clean: bool, down_s: float) -> None:
-        instance = self.current[member]
-        self.close(instance) if clean else self.kill(instance)
-        if self.stopping.wait(down_s):
-            return
-        self.restarts[member] = self.restarts.get(member, 0) + 1
-        new = f"{member}.{self.restarts[member]}"
-        self._start(member, new)
-        self._event("share-member-restart", new, previous=instance, member=member)
+    def restarted(self, instance: str, previous: str, member: str) -> None:
+        self._event("share-member-restart", instance, previous=previous, member=member)
 
     def kill(self, instance: str) -> None:
         self._event("share-member-kill", instance, signal="SIGKILL")
@@ -199,27 +186,15 @@ class ShareGroup:
                 self._received = True
         return self._received
 
-    def died(self) -> list[str]:
-        return [i for i, w in self.workers.items() if w.died]
+    def closing(self, instance: str, graceful: bool) -> None:
+        self._event("share-member-close", instance, clean=graceful, why="run-end")
 
-    def stop(self, graceful: bool) -> None:
-        """Every live member asked to stop at once, then each waited for (a member that
-        does not end in time is killed): a Java member's stop takes seconds."""
-        self.stopping.set()
-        if self.churn is not None:
-            self.churn.join(60)
-        live = [(i, w) for i, w in self.workers.items() if w.exitcode is None and w.is_alive()]
-        for instance, w in live:
-            self._event("share-member-close", instance, clean=graceful, why="run-end")
-            w.request_stop()
-        for instance, w in self.workers.items():
-            if w.exitcode is None:
-                w.stop(30.0 if graceful else 5.0)
-            if w.died:
-                self._event("share-member-exit", instance, exitcode=w.exitcode)
-                self._event(WORKLOAD_DIED, instance, workload="share-member", exitcode=w.exitcode,
-                            source="exit code")
-            self._convert(instance)
+    def ended(self, instance: str, worker: Worker) -> None:
+        if worker.died:
+            self._event("share-member-exit", instance, exitcode=worker.exitcode)
+            self._event(WORKLOAD_DIED, instance, workload="share-member",
+                        exitcode=worker.exitcode, source="exit code")
+        self._convert(instance)
 
 
 class ShareWorkloads:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from families.records.send_times import unknown_in
 from spark_reports.summary import Summary
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ def recovery_rows(summary: Summary) -> list[list[str]]:
     partitions' ISR shrank after the injection and was full again after the heal ("-":
     it never shrank)."""
     isr = {f["fault_id"]: f for f in summary.metrics.get("isr", [])}
+    unknown = unknown_in(summary.metrics) is not None    # no producer recorded send times
     rows = []
     for r in summary.metrics.get("recovery", []):
         if r.get("inject_error"):       # it did nothing, and owns nothing
@@ -47,9 +49,10 @@ def recovery_rows(summary: Summary) -> list[list[str]]:
         if r.get("heal_error"):
             did += f"; its heal failed: {r['heal_error']}"
         rows.append([r.get("label") or r.get("name", "?"), did,
-                     "no partition unavailable" if r.get("no_partition_unavailable")
-                     else _seconds(r.get("seconds")),
-                     _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s")),
+                     *(["unknown"] * 3 if unknown else [
+                         "no partition unavailable" if r.get("no_partition_unavailable")
+                         else _seconds(r.get("seconds")),
+                         _seconds(r.get("after_heal_s")), _seconds(r.get("unavailable_s"))]),
                      _seconds(failover) if failover is not None or r.get("controller") else "-",
                      _seconds(i["shrunk_s"]) if shrank else "-",
                      _seconds(i["restored_after_heal_s"]) if shrank else "-"])
@@ -68,7 +71,9 @@ def _head(summary: Summary, verdict, run_id: str) -> Table:
     head.add_row("counts", ", ".join(f"{k} {summary.count(k)}" for k in
                                      ("sent", "acked", "failed", "indeterminate", "consumed")))
     head.add_row("anomalies", ", ".join(f"{k} {n}" for k, n in summary.anomalies.items()))
-    head.add_row("max unavailability", f"{max_unavailability(summary):.1f} s")
+    unknown = unknown_in(summary.metrics)
+    head.add_row("max unavailability", f"unknown ({unknown})" if unknown
+                 else f"{max_unavailability(summary):.1f} s")
     for c in verdict.checks:
         mark = {"passed": "[green]held[/]", "failed": "[red]violated[/]"}.get(c.status, "not judged")
         head.add_row(mark, c.reason)

@@ -6,39 +6,16 @@ exactly once, each key's counts in the output log run 1, 2, 3 … with no gap or
 the kill happened, and the instances rebuilt their counts from the output topic."""
 from __future__ import annotations
 
-import json
-
+import pipeline_history as ph  # same dir: pytest puts it on sys.path
 import pytest
-import yaml
-from pipeline_history import check_exactly_once_run  # same dir: pytest puts it on sys.path
 
-from clusters.docker_env import docker_client
-
-SCENARIO = {
-    "name": "pipeline-ci", "seed": 36,
-    "cluster": {"mode": "kraft-combined", "version": "4.3", "brokers": 3},
-    "topics": [{"name": name, "partitions": 3, "replication_factor": 3,
-                "configs": {"min.insync.replicas": 2}} for name in ("in", "out")],
-    "workload": {"duration_s": 22,
-                 "producers": [{"name": "p0", "topic": "in", "rate": 250, "keys": "fixed",
-                                "key_count": 8}],
-                 "pipelines": [{"name": "pl0", "input_topic": "in", "output_topic": "out",
-                                "instances": 2, "processing": "exactly_once",
-                                "records_per_txn": 50,
-                                # one instance killed 9 s in, back 2 s later
-                                "churn": {"how": "kill", "first_s": 9, "every_s": 300,
-                                          "down_s": 2}}]},
-}
+# one instance killed 9 s in, back 2 s later
+SCENARIO = ph.pipeline_scenario("pipeline-ci", 36, duration_s=22, rate=250, churn_first_s=9,
+                                records_per_txn=50)
 
 
 @pytest.mark.timeout(600)
 def test_an_exactly_once_pipeline_with_a_processor_killed_mid_run(chaos_run, tmp_path):
-    path = tmp_path / "pipeline-ci.yaml"
-    path.write_text(yaml.safe_dump(SCENARIO))
-    result = chaos_run(str(path))
-    run_dir = result.run_dir
-    summary = json.loads((run_dir / "report" / "summary.json").read_text())
-    check_exactly_once_run(run_dir, summary, min_acked=3000)
-    assert result.status == "passed", summary["verdict"]
-    assert not docker_client().containers.list(all=True, filters={
-        "label": f"harness.run-id={run_dir.name}"})
+    result, run_dir, summary = ph.run_scenario(chaos_run, tmp_path, SCENARIO)
+    ph.check_exactly_once_run(run_dir, summary, min_acked=3000)
+    ph.check_passed_and_cleaned_up(result, summary)

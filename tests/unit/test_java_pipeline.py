@@ -29,7 +29,7 @@ def test_processor_args_name_every_flag_of_pipeline_processor_java():
     assert opts["--name"] == "pl0i1.2" and opts["--transactional-id"] == "r-pl0i1"
     assert (opts["--keyed"], opts["--records-per-txn"], opts["--restore-timeout-ms"]) == ("1", "50", "61500")
     assert opts["--processing"] == "exactly_once" and opts["--group"] == "g-pl0"
-    source = PIPELINE_PROCESSOR.source.read_text()
+    source = "".join(f.read_text() for f in PIPELINE_PROCESSOR.sources)    # its own and the shared ones
     assert all(f'"{a[2:]}"' in source for a in args[::2])     # read by name there
     assert processor_config(SETTINGS, "10.0.0.2:9092") == {"bootstrap.servers": "10.0.0.2:9092",
                                                            "linger.ms": "7"}
@@ -77,7 +77,7 @@ def test_its_lines_become_the_history_a_librdkafka_processor_writes(tmp_path):
 
 
 def test_a_java_pipeline_slot_runs_a_java_processor_with_the_slots_transactional_id(tmp_path):
-    """Pipeline._start picks the Java handle; with no cluster its container cannot run:
+    """Pipeline.start_instance picks the Java handle; with no cluster its container cannot run:
     the instance is dead (exit 1), not hung, and says why."""
     events = EventLog(str(tmp_path), "r", writer_name="e")
     ctx = SimpleNamespace(dir=str(tmp_path), run_id="r", bootstrap="x:9092", seed=0, cluster=None,
@@ -85,7 +85,7 @@ def test_a_java_pipeline_slot_runs_a_java_processor_with_the_slots_transactional
     spec = pipeline(0, {"input_topic": "in", "output_topic": "out", "client": "java",
                         "client_config": {"fetch.max.wait.ms": "50"}})
     p = Pipeline(spec, ctx, clients_version=None)
-    p._start("pl0i0", "pl0i0.1")
+    p.start_instance("pl0i0", "pl0i0.1")
     w = p.workers["pl0i0.1"]
     assert isinstance(w, JavaProcessor) and w.wait(30)
     assert w.s.transactional_id == "r-pl0i0"

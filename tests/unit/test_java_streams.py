@@ -13,12 +13,12 @@ import pytest
 
 from core.errors import SpecError
 from core.history import EventLog, HistoryWriter, read_table
-from families.pipelines import pipeline_metrics
 from families.pipelines.clients import Pipeline
+from families.pipelines.metrics import pipeline_metrics
 from families.pipelines.section import pipeline
 from harness.run import cluster as run_cluster
 from harness.scenario import load_scenario
-from workloads.java_pipeline import PipelineLineConverter
+from workloads.java_pipeline import PIPELINE_PROGRAM, PipelineLineConverter
 from workloads.java_streams import (
     STATE_DIR,
     STREAMS_LIBS,
@@ -40,7 +40,7 @@ def test_streams_args_name_every_flag_of_streams_processor_java():
     assert opts["--name"] == "pl0i1.2" and opts["--group"] == "pl0"     # application.id
     assert (opts["--commit-interval-ms"], opts["--transaction-timeout-ms"]) == ("250", "9000")
     assert (opts["--streams-protocol"], opts["--state-dir"]) == ("streams", STATE_DIR)
-    source = STREAMS_PROCESSOR.source.read_text()
+    source = "".join(f.read_text() for f in STREAMS_PROCESSOR.sources)    # its own and the shared ones
     assert all(f'"{a[2:]}"' in source for a in args[::2])     # read by name there
 
 
@@ -52,7 +52,8 @@ def test_its_jars_follow_the_images_and_its_state_is_a_tmpfs():
 
 def test_an_output_names_its_writer_and_no_transaction():
     """StreamsProcessor.java writes "-" where the others write a transaction number."""
-    assert 'name + " - "' in STREAMS_PROCESSOR.source.read_text()
+    assert 'outputValue(rid, count, "-")' in STREAMS_PROCESSOR.source.read_text()
+    assert 'name + " "\n                + txn + " "' in PIPELINE_PROGRAM.read_text()
     assert pipeline_output_of(b"pipe p0-9 3 pl0i0.1 - xxxxxxxx") == ("p0-9", 3, "pl0i0.1", None)
 
 
@@ -81,13 +82,13 @@ def test_its_lines_become_the_history_the_other_processors_write(tmp_path):
     ev = read_table(tmp_path, "events").to_pandas()
     assert conv.started["streams_protocol"] == "classic" and conv.fatal is None
     m = pipeline_metrics(ev.to_dict("records"))["pl0"]
-    assert (m["rebalances"], m["committed"], m["begun"], m["restores"]) == (1, 31, 0, 1), m
+    assert (m.rebalances, m.committed, m.begun, m.restores) == (1, 31, 0, 1), m
     rebuild = json.loads(ev[ev.name == "pipeline-rebuild"].detail.iloc[0])
     assert rebuild["txn"] is None and rebuild["error"] == "TaskCorruptedException"
 
 
 def test_a_streams_pipeline_slot_runs_a_streams_processor(tmp_path):
-    """Pipeline._start picks the Streams handle; with no cluster its container cannot run:
+    """Pipeline.start_instance picks the Streams handle; with no cluster its container cannot run:
     the instance is dead (exit 1), not hung, and says why."""
     events = EventLog(str(tmp_path), "r", writer_name="e")
     ctx = SimpleNamespace(dir=str(tmp_path), run_id="r", bootstrap="x:9092", seed=0, cluster=None,
@@ -95,7 +96,7 @@ def test_a_streams_pipeline_slot_runs_a_streams_processor(tmp_path):
     spec = pipeline(0, {"input_topic": "in", "output_topic": "out", "client": "streams",
                         "commit_interval_ms": 300})
     p = Pipeline(spec, ctx, clients_version=None)
-    p._start("pl0i0", "pl0i0.1")
+    p.start_instance("pl0i0", "pl0i0.1")
     w = p.workers["pl0i0.1"]
     assert isinstance(w, StreamsProcessor) and w.wait(30)
     assert "--commit-interval-ms" in w.args and "300" in w.args

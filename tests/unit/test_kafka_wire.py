@@ -87,3 +87,21 @@ def test_certificates_name_the_alias_and_the_networks_first_addresses(tmp_path):
     assert "DNS:kafka-1" in names and "IP:172.30.0.2" in names and "IP:172.30.0.64" in names
     assert sec.fill(f"p={ADMIN_PASSWORD}") == f"p={sec.admin_password}"
     assert "SCRAM-SHA-512=[name=admin,password=" in sec.format_args()
+
+
+def test_a_flexible_response_starts_with_its_header_and_throttle_time():
+    """FlexReader.response_start (FindCoordinator v6 and Metadata v12 begin alike): past
+    the correlation id, the header's tagged fields (one unknown here) and ThrottleTimeMs;
+    an answer to another request is the caller's error."""
+    payload = struct.pack(">i", 7) + b"\x01" + b"\x05" + b"\x02" + b"zz" + struct.pack(">i", 250) + b"\x03"
+    r = kw.FlexReader(payload)
+    r.response_start(7, "Metadata")
+    assert r.count() == 2 and r.at == len(payload)
+
+    class Refused(Exception):
+        pass
+
+    with pytest.raises(Refused, match="^FindCoordinator answer for request 7, expected 8$"):
+        kw.FlexReader(payload).response_start(8, "FindCoordinator", Refused)
+    with pytest.raises(ValueError, match="^Metadata answer for request 7, expected 9$"):
+        kw.FlexReader(payload).response_start(9, "Metadata")

@@ -253,3 +253,21 @@ def test_a_compacted_topics_keys_are_said_one_by_one():
     assert ("key k3 on state-1: last acknowledged a tombstone (v42) at +2.5 s (offset 5012, while "
             "pause was active), 95.0 s before the drain read it (delete.retention.ms 1000), below "
             "the cleaner&#x27;s checkpoint 6000; the compacted log still holds v40 at offset 4001.") in page
+
+
+def test_a_run_without_send_times_says_its_latency_and_unavailability_are_unknown():
+    from families.records.send_times import without_send_times
+    why = "no producer in the run recorded send times (Kafka's VerifiableProducer reports none: j1)"
+    v = judge({"anomalies": {}, "counts": {}, "metrics": {}}, load_expectations("- lost == 0\n", "e"), {}, {})
+    doc = _summary(v)
+    doc["metrics"] = without_send_times(doc["metrics"], why)
+    page = render_report(Summary.from_dict(doc), None, None, {})
+    said = why.replace("'", "&#x27;")
+    assert f"<h2>Latency</h2><p>Latency: unknown ({said}).</p>" in page
+    assert f"Ack latency per second: unknown ({said})." in page
+    assert f"not before a partition's first ack): unknown ({said})</p>" in page
+    recovery = page[page.index("<h2>Faults and recovery</h2>"):]
+    assert "<td>unknown</td><td>unknown</td><td>unknown</td>" in recovery
+    story = page[page.index("<h2>What each fault did</h2>"):page.index("<h2>Anomalies</h2>")]
+    assert f"recovery unknown: {said}" in story and "no partition unavailable" not in page
+    assert len(re.findall(r"data:image/png;base64,", page)) == 3     # no latency plot

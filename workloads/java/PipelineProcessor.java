@@ -33,7 +33,6 @@
 // {begun, committed, aborted, outputs, restores}; error {err, reason, fatal}.
 // SIGTERM: the loop stops after its batch, both clients close; exit 0 (3 after a fatal
 // error). `--train 1`: the class archive's training run (no cluster; train()).
-import java.io.FileInputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -46,10 +45,7 @@ import java.util.Properties;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.TimeUnit;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.clients.admin.ListOffsetsOptions;
 import org.apache.kafka.clients.admin.ListOffsetsResult;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -75,19 +71,12 @@ import org.apache.kafka.common.errors.UnknownProducerIdException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
-import org.apache.kafka.common.utils.AppInfoParser;
 
-public class PipelineProcessor extends Lines implements ConsumerRebalanceListener, Lines.Program {
+public class PipelineProcessor extends PipelineProgram implements ConsumerRebalanceListener, Lines.Program {
     static final Duration POLL = Duration.ofMillis(100), CLOSE = Duration.ofSeconds(10);
     static final long STATS_EVERY_MS = 5000;
-    // workloads/records.py: our producers' record_id, and Kafka's VerifiableProducer's "N.k"
-    static final Pattern OURS = Pattern.compile("^[A-Za-z][A-Za-z0-9_.]*-\\d+$"),
-            VERIFIABLE = Pattern.compile("^(\\d+)\\.(\\d+)$");
-
-    final Properties base = new Properties();   // the file: how to reach the cluster, client_config
-    final String pipeline, group, input, output, name, processing, txnId;
-    final boolean eos, keyed;
-    final int recordsPerTxn, outputSize, sessionTimeoutMs, txnTimeoutMs;
+    final String txnId;
+    final int recordsPerTxn;
     final long restoreTimeoutMs;
     volatile boolean stopping = false;
     KafkaConsumer<byte[], byte[]> consumer, reader;
@@ -100,22 +89,9 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
     volatile Exception sendError;                // at_least_once: the batch's first failed send
 
     PipelineProcessor(Map<String, String> opt) throws Exception {
-        try (FileInputStream in = new FileInputStream(opt.get("config"))) {
-            base.load(in);
-        }
-        pipeline = opt.get("pipeline");
-        group = opt.get("group");
-        input = opt.get("input");
-        output = opt.get("output");
-        name = opt.get("name");
-        processing = opt.getOrDefault("processing", "exactly_once");
-        eos = processing.equals("exactly_once");
-        keyed = opt.getOrDefault("keyed", "1").equals("1");
+        super(opt);
         txnId = opt.getOrDefault("transactional-id", name);
         recordsPerTxn = Integer.parseInt(opt.getOrDefault("records-per-txn", "100"));
-        outputSize = Integer.parseInt(opt.getOrDefault("output-size", "100"));
-        sessionTimeoutMs = Integer.parseInt(opt.getOrDefault("session-timeout-ms", "10000"));
-        txnTimeoutMs = Integer.parseInt(opt.getOrDefault("transaction-timeout-ms", "10000"));
         restoreTimeoutMs = Long.parseLong(opt.getOrDefault("restore-timeout-ms", "60000"));
     }
 
@@ -140,32 +116,8 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
     }
 
     // -- values -------------------------------------------------------------------------
-    /** The record_id a value carries (workloads/records.py record_id_of), else null. */
-    static String recordIdOf(byte[] v) {
-        if (v == null || v.length == 0) return null;
-        int end = 0;
-        while (end < v.length && v[end] != ' ') end++;
-        String head = new String(v, 0, end, StandardCharsets.ISO_8859_1);
-        if (OURS.matcher(head).matches()) return head;
-        Matcher m = VERIFIABLE.matcher(head);
-        return m.matches() ? "j" + Long.parseLong(m.group(1)) + "-" + Long.parseLong(m.group(2)) : null;
-    }
-
     byte[] outputValue(String rid, Long count) {
-        byte[] head = ("pipe " + rid + " " + (count == null ? "-" : count.toString()) + " " + name + " "
-                + txnSeq + " ").getBytes(StandardCharsets.UTF_8);
-        byte[] v = new byte[Math.max(outputSize, head.length)];
-        java.util.Arrays.fill(v, (byte) 'x');
-        System.arraycopy(head, 0, v, 0, head.length);
-        return v;
-    }
-
-    /** The count an output carries (records.py pipeline_fields_of), else null. */
-    static Long countOf(byte[] v) {
-        if (v == null) return null;
-        String[] parts = new String(v, StandardCharsets.ISO_8859_1).split(" ", 5);
-        if (parts.length < 4 || !parts[0].equals("pipe") || !parts[2].matches("\\d+")) return null;
-        return Long.parseLong(parts[2]);
+        return outputValue(rid, count, Long.toString(txnSeq));
     }
 
     // -- the clients --------------------------------------------------------------------
@@ -227,26 +179,8 @@ public class PipelineProcessor extends Lines implements ConsumerRebalanceListene
         producer = null;
     }
 
-    /** The cluster's finalized transaction.version (0 when it has none; -1 unknown). */
-    int transactionVersion() {
-        try {
-            FinalizedVersionRange r = admin.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS)
-                    .finalizedFeatures().get("transaction.version");
-            return r == null ? 0 : r.maxVersionLevel();
-        } catch (Exception e) {
-            error(e, "describeFeatures", false);
-            return -1;
-        }
-    }
-
     void startLine() {
-        String version = AppInfoParser.getVersion();
-        int tv = transactionVersion();
-        int major = Integer.parseInt(version.split("\\.")[0]);
-        String protocol = !eos ? null : tv < 0 ? "unknown" : major >= 4 && tv >= 2 ? "v2" : "v1";
-        emit("pipeline-start", "pid", Long.toString(ProcessHandle.current().pid()), "processing", q(processing),
-                "client_version", q(version), "transaction_version", Integer.toString(tv),
-                "transactions", q(protocol));
+        startLine(transactionVersion(admin));
     }
 
     // -- rebalances ---------------------------------------------------------------------

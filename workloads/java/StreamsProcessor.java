@@ -35,7 +35,6 @@
 // `commit` lines: Streams commits offsets itself and says nothing of them. SIGTERM:
 // close (its last commit); exit 0, 3 after a fatal error. `--train 1`: the class
 // archive's training run (no cluster).
-import java.io.FileInputStream;
 import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.Collections;
@@ -48,10 +47,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.apache.kafka.clients.admin.Admin;
-import org.apache.kafka.clients.admin.FinalizedVersionRange;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
@@ -60,7 +56,6 @@ import org.apache.kafka.common.errors.AuthorizationException;
 import org.apache.kafka.common.errors.UnsupportedVersionException;
 import org.apache.kafka.common.serialization.Serde;
 import org.apache.kafka.common.serialization.Serdes;
-import org.apache.kafka.common.utils.AppInfoParser;
 import org.apache.kafka.streams.KafkaStreams;
 import org.apache.kafka.streams.StreamsBuilder;
 import org.apache.kafka.streams.Topology;
@@ -76,18 +71,12 @@ import org.apache.kafka.streams.processor.api.RecordMetadata;
 import org.apache.kafka.streams.state.KeyValueStore;
 import org.apache.kafka.streams.state.Stores;
 
-public class StreamsProcessor extends Lines implements Lines.Program {
+public class StreamsProcessor extends PipelineProgram implements Lines.Program {
     static final long STATS_EVERY_MS = 5000;
     static final Duration CLOSE = Duration.ofSeconds(30);
     static final String STORE = "counts";
-    // workloads/records.py: our producers' record_id, and Kafka's VerifiableProducer's "N.k"
-    static final Pattern OURS = Pattern.compile("^[A-Za-z][A-Za-z0-9_.]*-\\d+$"),
-            VERIFIABLE = Pattern.compile("^(\\d+)\\.(\\d+)$");
-
-    final Properties base = new Properties();   // the file: how to reach the cluster, client_config
-    final String pipeline, group, input, output, name, processing, protocol, stateDir;
-    final boolean eos, keyed;
-    final int outputSize, sessionTimeoutMs, txnTimeoutMs, commitIntervalMs;
+    final String protocol, stateDir;
+    final int commitIntervalMs;
     final CountDownLatch done = new CountDownLatch(1);
     final AtomicLong outputs = new AtomicLong(), restores = new AtomicLong(), pollSeq = new AtomicLong();
     volatile int assignment = 0;
@@ -96,45 +85,16 @@ public class StreamsProcessor extends Lines implements Lines.Program {
     KafkaStreams streams;
 
     StreamsProcessor(Map<String, String> opt) throws Exception {
-        try (FileInputStream in = new FileInputStream(opt.get("config"))) {
-            base.load(in);
-        }
-        pipeline = opt.get("pipeline");
-        group = opt.get("group");
-        input = opt.get("input");
-        output = opt.get("output");
-        name = opt.get("name");
-        processing = opt.getOrDefault("processing", "exactly_once");
-        eos = processing.equals("exactly_once");
-        keyed = opt.getOrDefault("keyed", "1").equals("1");
+        super(opt);
         protocol = opt.getOrDefault("streams-protocol", "classic");
         stateDir = opt.getOrDefault("state-dir", "/state");
-        outputSize = Integer.parseInt(opt.getOrDefault("output-size", "100"));
-        sessionTimeoutMs = Integer.parseInt(opt.getOrDefault("session-timeout-ms", "10000"));
-        txnTimeoutMs = Integer.parseInt(opt.getOrDefault("transaction-timeout-ms", "10000"));
         commitIntervalMs = Integer.parseInt(opt.getOrDefault("commit-interval-ms", "100"));
     }
 
     // -- values -------------------------------------------------------------------------
-    /** The record_id a value carries (workloads/records.py record_id_of), else null. */
-    static String recordIdOf(byte[] v) {
-        if (v == null || v.length == 0) return null;
-        int end = 0;
-        while (end < v.length && v[end] != ' ') end++;
-        String head = new String(v, 0, end, StandardCharsets.ISO_8859_1);
-        if (OURS.matcher(head).matches()) return head;
-        Matcher m = VERIFIABLE.matcher(head);
-        return m.matches() ? "j" + Long.parseLong(m.group(1)) + "-" + Long.parseLong(m.group(2)) : null;
-    }
-
     /** The output's value; "-" where PipelineProcessor writes its transaction number. */
     byte[] outputValue(String rid, Long count) {
-        byte[] head = ("pipe " + rid + " " + (count == null ? "-" : count.toString()) + " " + name + " - ")
-                .getBytes(StandardCharsets.UTF_8);
-        byte[] v = new byte[Math.max(outputSize, head.length)];
-        java.util.Arrays.fill(v, (byte) 'x');
-        System.arraycopy(head, 0, v, 0, head.length);
-        return v;
+        return outputValue(rid, count, "-");
     }
 
     /** An output value and the partition it goes to (its input's number). */
@@ -266,26 +226,19 @@ public class StreamsProcessor extends Lines implements Lines.Program {
                 + ",\"commit_latency_max_ms\":" + commitLatencyMax() + "}");
     }
 
-    /** The cluster's finalized transaction.version (0 when it has none; -1 unknown). */
+    /** The cluster's finalized transaction.version (0 when it has none; -1 unknown), asked
+     *  of an admin client of its own. */
     int transactionVersion() {
         try (Admin admin = Admin.create(base)) {
-            FinalizedVersionRange r = admin.describeFeatures().featureMetadata().get(30, TimeUnit.SECONDS)
-                    .finalizedFeatures().get("transaction.version");
-            return r == null ? 0 : r.maxVersionLevel();
-        } catch (Exception e) {
+            return transactionVersion(admin);
+        } catch (RuntimeException e) {       // the admin client could not be made or closed
             error(e, "describeFeatures", false);
             return -1;
         }
     }
 
     void startLine() {
-        String version = AppInfoParser.getVersion();
-        int tv = transactionVersion();
-        int major = Integer.parseInt(version.split("\\.")[0]);
-        String txns = !eos ? null : tv < 0 ? "unknown" : major >= 4 && tv >= 2 ? "v2" : "v1";
-        emit("pipeline-start", "pid", Long.toString(ProcessHandle.current().pid()), "processing", q(processing),
-                "client_version", q(version), "transaction_version", Integer.toString(tv), "transactions", q(txns),
-                "streams_protocol", q(protocol), "application_id", q(group));
+        startLine(transactionVersion(), "streams_protocol", q(protocol), "application_id", q(group));
     }
 
     /** The input partitions this instance's stream thread processes now. */

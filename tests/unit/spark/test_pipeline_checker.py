@@ -13,7 +13,7 @@ import pytest
 from histories import T0, History
 
 from families import FAMILIES
-from families.pipelines import pipeline_metrics
+from families.pipelines.metrics import PipelineMetrics, pipeline_metrics
 from spark_reports import pipeline
 from verifiers.expectations import load_expectations
 from verifiers.facts import FACTS
@@ -190,8 +190,23 @@ def test_metrics_read_each_instances_last_stats():
                ("pipeline-closed", "pl0i0.1", {"begun": 2, "committed": 1, "aborted": 1, "outputs": 9}),
                ("pipeline-fenced", "pl0i0", {})])]
     m = pipeline_metrics(ev)["pl0"]
-    assert (m["instances"], m["kills"], m["restarts"], m["fenced"]) == (2, 1, 1, 1)
-    assert (m["committed"], m["aborted"], m["outputs"]) == (3, 1, 29)
+    assert (m.instances, m.kills, m.restarts, m.fenced) == (2, 1, 1, 1)
+    assert (m.committed, m.aborted, m.outputs) == (3, 1, 29)
+    # summary.json's form, the same keys in the same order as before it was typed
+    doc = m.to_dict()
+    assert list(doc) == ["processing", "instances", "kills", "restarts", "fenced", "rebalances",
+                         "aborted_events", "begun", "committed", "aborted", "outputs", "restores"]
+    assert PipelineMetrics.from_dict(doc) == m
+
+
+def test_a_pipeline_whose_instances_wrote_no_stats_has_no_stat_keys():
+    ev = [{"ts_us": T0, "kind": "client", "name": "pipeline-config", "target": "pl0",
+           "detail": json.dumps({"pipeline": "pl0", "processing": "at_least_once"})}]
+    m = pipeline_metrics(ev)["pl0"]
+    assert m.committed is None
+    assert m.to_dict() == {"processing": "at_least_once", "instances": 0, "kills": 0, "restarts": 0,
+                           "fenced": 0, "rebalances": 0, "aborted_events": 0}
+    assert PipelineMetrics.from_dict(m.to_dict()) == m
 
 
 def test_rows_name_the_instance_and_transaction(tmp_path, spark):
@@ -307,3 +322,12 @@ def test_int_send_skip_and_int_poll_skip(tmp_path, spark):
                     {**{f: None for f in FACTS}, "pipelines": True,
                      "pipeline_exactly_once": False}, {})
     assert verdict.status == "passed", verdict.failures
+
+
+def test_the_family_words_read_the_summary_json_form():
+    from families.pipelines import FAMILY
+    doc = PipelineMetrics("exactly_once", 2, 1, 1, 1, 3, 0, 4, 3, 1, 29, 2).to_dict()
+    assert FAMILY.words({"pipelines": {"pl0": doc}}) == [
+        "pl0 (exactly_once): 29 outputs, 3 transactions committed, 1 aborted (of the instances' "
+        "last stats; a killed instance's last ones are lost with it); 2 instances started, "
+        "1 killed, 1 fenced; 3 assignments, each rebuilding its counts from the output topic."]

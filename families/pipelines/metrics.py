@@ -1,0 +1,78 @@
+"""The pipeline family's metrics, per pipeline (summary.pipelines.<pipeline>,
+docs/history.md): from its events, on the driver (no Spark job).
+
+Typed here (PipelineMetrics); summary.json holds their JSON form, read back with
+`from_dict` by the family's words.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any
+
+STAT_EVENTS = ("pipeline-stats", "pipeline-closed")
+# what an instance's stats say; summed over each instance's last ones
+STATS = ("begun", "committed", "aborted", "outputs", "restores")
+
+
+@dataclass
+class PipelineMetrics:
+    processing: str | None = None
+    instances: int = 0                   # started (a restart starts a new one)
+    kills: int = 0
+    restarts: int = 0
+    fenced: int = 0
+    rebalances: int = 0                  # assignments, each rebuilding its counts
+    aborted_events: int = 0
+    # of each instance's last stats, summed; None: no instance wrote any (then these
+    # five are left out of the JSON form, as summaries have always had them)
+    begun: int | None = None
+    committed: int | None = None
+    aborted: int | None = None
+    outputs: int | None = None
+    restores: int | None = None
+
+    def add_stats(self, stats: dict) -> None:
+        for k in STATS:
+            setattr(self, k, (getattr(self, k) or 0) + int(stats.get(k) or 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        doc = asdict(self)
+        if self.committed is None:
+            for k in STATS:
+                del doc[k]
+        return doc
+
+    @classmethod
+    def from_dict(cls, doc: dict[str, Any]) -> "PipelineMetrics":
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in doc.items() if k in known})
+
+
+def pipeline_metrics(events: list[dict]) -> dict[str, PipelineMetrics]:
+    """pipeline -> transactions begun, committed and aborted, outputs written (each
+    instance's last stats), restores, fenced instances, kills and restarts."""
+    last: dict[tuple[str, str], dict] = {}
+    out: dict[str, PipelineMetrics] = {}
+    for e in sorted(events, key=lambda e: e["ts_us"]):
+        if e.get("kind") != "client" or not str(e.get("name", "")).startswith("pipeline-"):
+            continue
+        d = json.loads(e.get("detail") or "{}")
+        name = d.get("pipeline")
+        if name is None:
+            continue
+        m = out.setdefault(name, PipelineMetrics())
+        kind = e["name"]
+        if kind == "pipeline-config":
+            m.processing = d.get("processing")
+        elif kind in STAT_EVENTS:
+            last[(name, e.get("target"))] = d
+        m.instances += kind == "pipeline-instance-start"
+        m.kills += kind == "pipeline-instance-kill"
+        m.restarts += kind == "pipeline-instance-restart"
+        m.fenced += kind == "pipeline-fenced"
+        m.rebalances += kind == "pipeline-rebalance" and d.get("type") == "assigned"
+        m.aborted_events += kind == "pipeline-txn-aborted"
+    for (name, _), d in last.items():
+        out[name].add_stats(d)
+    return out
