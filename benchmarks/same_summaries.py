@@ -25,11 +25,14 @@ CLOCK = ("generated_at", "verify_seconds", "step_seconds")
 
 
 def verify(checkout: Path, source: Path, into: Path) -> dict:
+    """summary.json of `harness verify` of a copy of source, with checkout's code; each
+    checkout on a local Spark Connect server of its own (its state under `into`)."""
     run = into / source.name
     shutil.copytree(source, run, ignore=shutil.ignore_patterns("report"))
     proc = subprocess.run([sys.executable, "-m", "harness.cli", "verify", str(run)],
-                          cwd=checkout, env={"PYTHONPATH": str(checkout), "PATH": "/usr/bin:/bin",
-                                             **_passed_env()},
+                          cwd=checkout, env={**_passed_env(), "PYTHONPATH": str(checkout),
+                                             "PATH": "/usr/bin:/bin",
+                                             "HARNESS_STATE": str(into / "state")},
                           capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         raise SystemExit(f"{checkout}: harness verify {run} exited {proc.returncode}:\n"
@@ -70,6 +73,12 @@ def main() -> int:
                   f"({len(base)} top-level fields, the clock left out)")
             for d in diff[:20]:
                 print(f"  {d}")
+        for side in ("base", "this"):
+            checkout = a.base.resolve() if side == "base" else ROOT
+            subprocess.run([sys.executable, "-m", "harness.cli", "spark", "stop"], cwd=checkout,
+                           env={**_passed_env(), "PYTHONPATH": str(checkout),
+                                "HARNESS_STATE": str(Path(tmp) / side / "state")},
+                           capture_output=True)
     return 1 if failed else 0
 
 

@@ -199,6 +199,9 @@ def _connect_session(url: str, shown: str | None, server=None, slot=None) -> Ite
         session.client.set_retry_policies([_default_policy()])
     finished = False
     try:
+        if slot is not None:
+            # a reused session: from the server's defaults, whatever the last one set
+            session.sql("RESET")
         for key, value in CONNECT_SESSION_CONF.items():
             session.conf.set(key, value)
         yield session
