@@ -17,7 +17,8 @@ The server
   $XDG_STATE_HOME/kafka-harness or ~/.local/state/kafka-harness), spark-connect/:
   state.json (pids, port, token), server.log, start.lock (one start at a time),
   leases/ (one file per verify in progress: the supervisor never stops a server a
-  verify uses) and last_used (its mtime: when the last verify ended).
+  verify uses), sessions/ (one lock file per session slot: SessionSlot) and
+  last_used (its mtime: when the last verify ended).
 """
 from __future__ import annotations
 
