@@ -163,3 +163,15 @@ def test_a_verify_reuses_the_session_and_replaces_one_the_server_closed(state, t
     assert verify() == first
     with cs.session_slot(server) as slot:
         assert slot.session_id != kept
+
+
+def test_on_two_cores_the_server_compiles_with_c1_and_leaves_big_histories(monkeypatch, capsys):
+    from spark_reports import jvm_options, session
+    monkeypatch.setattr(jvm_options, "machine_cores", lambda: 2)
+    assert "-XX:TieredStopAtLevel=1" in jvm_options.server_java_options()
+    assert session._server_serves(None) and session._server_serves(jvm_options.QUICK_JIT_MAX_ROWS)
+    assert not session._server_serves(jvm_options.QUICK_JIT_MAX_ROWS + 1)
+    assert "verifying in a Spark session of this process" in capsys.readouterr().out
+    monkeypatch.setattr(jvm_options, "machine_cores", lambda: 8)
+    assert "-XX:CompileThresholdScaling=3" in jvm_options.server_java_options()
+    assert session._server_serves(10 ** 9)
