@@ -41,6 +41,10 @@ CONNECT_SESSION_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # a session is reused (connect_server.SessionSlot): its plan cache would hand this
+    # verify the file listing of a scratch view the verify before it wrote (here as
+    # well as in the server's SERVER_CONF, for a server an older harness started)
+    "spark.connect.session.planCache.enabled": "false",
 }
 
 
