@@ -154,10 +154,20 @@ def _server_memory() -> dict:
     return (s or {}).get("memory", {})
 
 
-def _server_cpu() -> float | None:
-    """user+system CPU seconds of the running server's JVM (None: no server)."""
+def _server_cpu(state_home: Path | None = None) -> float | None:
+    """user+system CPU seconds of the running server's JVM (None: no server); that of
+    the server whose state is under state_home (a HARNESS_STATE) when given."""
     from spark_reports.connect_server import read_state
-    state = read_state()
+    saved = os.environ.get("HARNESS_STATE")
+    if state_home is not None:
+        os.environ["HARNESS_STATE"] = str(state_home)
+    try:
+        state = read_state()
+    finally:
+        if state_home is not None:
+            os.environ.pop("HARNESS_STATE")
+            if saved is not None:
+                os.environ["HARNESS_STATE"] = saved
     if state is None or not state.alive():
         return None
     fields = Path(f"/proc/{state.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -217,13 +227,15 @@ def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
         if side == "spark" and SPARK_SIDE["cold"]:
             _stop_server()
         server_cpu0 = _server_cpu() if side == "spark" else None
+        baseline_server = side == "baseline" and BASELINE_SIDE["mode"] == "server"
         if side == "baseline":
             # the other checkout's modules first (its folder is the working directory)
             cmd = [PY, "-m", "harness.cli", "verify", str(run_dir),
                    "--spark-mode", BASELINE_SIDE["mode"]]
             env, cwd = _baseline_env(baseline), baseline
-            if BASELINE_SIDE["mode"] == "server" and SPARK_SIDE["cold"]:
+            if baseline_server and SPARK_SIDE["cold"]:
                 _stop_server(baseline, env)
+            server_cpu0 = _server_cpu(BASELINE_SIDE["state"]) if baseline_server else None
         got = run_measured(cmd, env, cwd)
         if got["rc"] not in (0, 1):
             raise SystemExit(f"harness verify failed (rc {got['rc']}):\n{got['stderr']}")
@@ -233,6 +245,9 @@ def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
             if server_cpu0 is not None:
                 # a warm server is not in the verify's process tree: its CPU added here
                 got["cpu_seconds"] = round(got["cpu_seconds"] + _server_cpu() - server_cpu0, 1)
+        if baseline_server and server_cpu0 is not None:
+            got["cpu_seconds"] = round(got["cpu_seconds"] + _server_cpu(BASELINE_SIDE["state"])
+                                       - server_cpu0, 1)
         return got
     got = run_measured([PY, str(ROOT / "benchmarks/duckdb_reference.py"), str(run_dir)])
     if got["rc"] != 0:
