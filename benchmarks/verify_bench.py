@@ -26,6 +26,10 @@ each of this checkout's verifies, so each pays for starting it (a first verify).
 With --baseline DIR the rounds also run `harness verify` from that checkout (its
 code on PYTHONPATH, this checkout's .venv), in the same rotation, and report its
 time beside this checkout's: a code change measured in one run of the machine.
+--baseline-mode local (the default) runs its verifies in-process, a fresh JVM each;
+--baseline-mode server on a local Connect server of its own (state in a directory
+apart, so the two checkouts never share a server), warm or, with --cold, started
+for each verify.
 """
 from __future__ import annotations
 
@@ -128,11 +132,20 @@ def synthetic(records: int, data: Path, regenerate: bool) -> tuple[Path, dict]:
 
 
 SPARK_SIDE = {"cold": False, "mode": "server"}
+# The baseline checkout's verifies: in-process (local, a fresh JVM per verify) or on a
+# local Connect server of its own (its state apart from this checkout's server's).
+BASELINE_SIDE = {"mode": "local",
+                 "state": Path(os.environ.get("TMPDIR", "/tmp")) / f"verify-bench-baseline-{os.getpid()}"}
 
 
-def _stop_server() -> None:
-    subprocess.run([PY, "-m", "harness.cli", "spark", "stop"], cwd=ROOT, check=True,
-                   capture_output=True)
+def _stop_server(checkout: Path = ROOT, env: dict | None = None) -> None:
+    subprocess.run([PY, "-m", "harness.cli", "spark", "stop"], cwd=checkout, check=True,
+                   capture_output=True, env={**os.environ, "PYTHONPATH": str(checkout),
+                                             **(env or {})})
+
+
+def _baseline_env(baseline: Path) -> dict:
+    return {"PYTHONPATH": str(baseline), "HARNESS_STATE": str(BASELINE_SIDE["state"])}
 
 
 def _server_memory() -> dict:
@@ -141,10 +154,20 @@ def _server_memory() -> dict:
     return (s or {}).get("memory", {})
 
 
-def _server_cpu() -> float | None:
-    """user+system CPU seconds of the running server's JVM (None: no server)."""
+def _server_cpu(state_home: Path | None = None) -> float | None:
+    """user+system CPU seconds of the running server's JVM (None: no server); that of
+    the server whose state is under state_home (a HARNESS_STATE) when given."""
     from spark_reports.connect_server import read_state
-    state = read_state()
+    saved = os.environ.get("HARNESS_STATE")
+    if state_home is not None:
+        os.environ["HARNESS_STATE"] = str(state_home)
+    try:
+        state = read_state()
+    finally:
+        if state_home is not None:
+            os.environ.pop("HARNESS_STATE")
+            if saved is not None:
+                os.environ["HARNESS_STATE"] = saved
     if state is None or not state.alive():
         return None
     fields = Path(f"/proc/{state.jvm_pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -158,6 +181,8 @@ def bench(run_dir: Path, truth: dict | None, n_rounds: int = 1,
     rounds = []
     if SPARK_SIDE["mode"] == "server" and not SPARK_SIDE["cold"]:
         _run_side("spark", run_dir)         # the server started and warmed, untimed
+    if baseline and BASELINE_SIDE["mode"] == "server" and not SPARK_SIDE["cold"]:
+        _run_side("baseline", run_dir, baseline)     # the baseline's server likewise
     for i in range(n_rounds):
         # alternate which side runs first, so drift in the machine's speed is shared
         sides = ["spark", "duckdb"] + (["baseline"] if baseline else [])
@@ -202,10 +227,15 @@ def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
         if side == "spark" and SPARK_SIDE["cold"]:
             _stop_server()
         server_cpu0 = _server_cpu() if side == "spark" else None
+        baseline_server = side == "baseline" and BASELINE_SIDE["mode"] == "server"
         if side == "baseline":
             # the other checkout's modules first (its folder is the working directory)
-            cmd = [PY, "-m", "harness.cli", "verify", str(run_dir)]
-            env, cwd = {"PYTHONPATH": str(baseline)}, baseline
+            cmd = [PY, "-m", "harness.cli", "verify", str(run_dir),
+                   "--spark-mode", BASELINE_SIDE["mode"]]
+            env, cwd = _baseline_env(baseline), baseline
+            if baseline_server and SPARK_SIDE["cold"]:
+                _stop_server(baseline, env)
+            server_cpu0 = _server_cpu(BASELINE_SIDE["state"]) if baseline_server else None
         got = run_measured(cmd, env, cwd)
         if got["rc"] not in (0, 1):
             raise SystemExit(f"harness verify failed (rc {got['rc']}):\n{got['stderr']}")
@@ -215,6 +245,9 @@ def _run_side(side: str, run_dir: Path, baseline: Path | None = None) -> dict:
             if server_cpu0 is not None:
                 # a warm server is not in the verify's process tree: its CPU added here
                 got["cpu_seconds"] = round(got["cpu_seconds"] + _server_cpu() - server_cpu0, 1)
+        if baseline_server and server_cpu0 is not None:
+            got["cpu_seconds"] = round(got["cpu_seconds"] + _server_cpu(BASELINE_SIDE["state"])
+                                       - server_cpu0, 1)
         return got
     got = run_measured([PY, str(ROOT / "benchmarks/duckdb_reference.py"), str(run_dir)])
     if got["rc"] != 0:
@@ -271,8 +304,12 @@ def main() -> int:
                     help="stop the local Spark Connect server before each of this checkout's "
                          "verifies (each pays for starting it)")
     ap.add_argument("--spark-mode", choices=("server", "local"), default="server")
+    ap.add_argument("--baseline-mode", choices=("server", "local"), default="local",
+                    help="the baseline's verifies in-process (a fresh JVM each) or on a local "
+                         "Connect server of its own (warm, or with --cold started each time)")
     a = ap.parse_args()
     SPARK_SIDE.update(cold=a.cold, mode=a.spark_mode)
+    BASELINE_SIDE["mode"] = a.baseline_mode
     rows = []
     histories = ([(d.resolve(), None) for d in a.run_dir] if a.run_dir else
                  [synthetic(n, a.data.resolve(), a.regenerate) for n in a.records])
@@ -281,6 +318,8 @@ def main() -> int:
         rows.append(r)
         print(json.dumps({k: v for k, v in r.items()
                           if not k.endswith("_counts") and k != "rounds"}), flush=True)
+    if a.baseline and a.baseline_mode == "server":
+        _stop_server(a.baseline.resolve(), _baseline_env(a.baseline.resolve()))
     out = ROOT / "benchmarks" / "results"
     out.mkdir(exist_ok=True)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())

@@ -17,7 +17,8 @@ The server
   $XDG_STATE_HOME/kafka-harness or ~/.local/state/kafka-harness), spark-connect/:
   state.json (pids, port, token), server.log, start.lock (one start at a time),
   leases/ (one file per verify in progress: the supervisor never stops a server a
-  verify uses) and last_used (its mtime: when the last verify ended).
+  verify uses), sessions/ (one lock file per session slot: SessionSlot) and
+  last_used (its mtime: when the last verify ended).
 """
 from __future__ import annotations
 
@@ -31,6 +32,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -258,6 +260,60 @@ def lease(about: str) -> Iterator[None]:
         (d / "last_used").touch()
 
 
+class SessionSlot:
+    """One Spark Connect session id of the server that no other verify uses meanwhile.
+
+    A verify reuses the session the verify before it left (it does not release it):
+    Spark caches the classes it generates per session (their class loader is the
+    session's), so in a new session each verify compiled its ~250 classes again and
+    the JIT compiled them again. Measured on a 100 000-record history, one session
+    reused: 11-14 CPU-s of the server's JVM per verify against 17-24 in new sessions
+    (benchmarks/RESULTS.md, issue 37). A verify has one slot to itself (a lock file
+    in sessions/), so concurrent verifies are in different sessions. The id is new
+    per server (from its token) and per generation: a session released after an
+    error, or closed by the server, is never asked for again (the server refuses a
+    closed session's id)."""
+
+    def __init__(self, fd: int, number: int, token: str):
+        self.fd, self.number, self.token = fd, number, token
+
+    def _generation(self) -> int:
+        text = os.pread(self.fd, 32, 0).decode(errors="replace").strip()
+        return int(text) if text.isdigit() else 0
+
+    @property
+    def session_id(self) -> str:
+        return str(uuid.uuid5(uuid.NAMESPACE_URL,
+                              f"harness:{self.token}:{self.number}:{self._generation()}"))
+
+    def retire(self) -> None:
+        """This id's session is released or closed: the next verify in the slot asks
+        for a new one."""
+        data = f"{self._generation() + 1}\n".encode()
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, data, 0)
+
+
+@contextlib.contextmanager
+def session_slot(state: ServerState) -> Iterator[SessionSlot]:
+    """The first slot no other verify holds, held for the body."""
+    d = state_dir() / "sessions"
+    d.mkdir(exist_ok=True, mode=0o700)
+    number = 0
+    while True:
+        fd = os.open(d / f"{number}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            break
+        except BlockingIOError:
+            os.close(fd)
+            number += 1
+    try:
+        yield SessionSlot(fd, number, state.token)
+    finally:
+        os.close(fd)
+
+
 def live_leases() -> list[tuple[int, str]]:
     """(pid, what it verifies) of each verify using the server; dead ones removed."""
     out = []
@@ -380,6 +436,11 @@ SERVER_CONF = {
     "spark.shuffle.compress": "false",
     "spark.shuffle.spill.compress": "false",
     "spark.sql.session.timeZone": "UTC",
+    # A verify's session is reused by the next verify (SessionSlot). Spark Connect's
+    # per-session plan cache would then hand the next verify the file listing of a
+    # scratch view (report/_views/) that the verify before it wrote: a read of files
+    # since replaced.
+    "spark.connect.session.planCache.enabled": "false",
 }
 
 

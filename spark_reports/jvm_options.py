@@ -35,7 +35,30 @@ def local_java_options(history_rows: int | None, cds: str) -> str:
     return f"-XX:+UseParallelGC -XX:-DontCompileHugeMethods {jit} {cds}"
 
 
+def machine_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+# On this many cores or fewer, the local Connect server compiles with C1 only. Its C2
+# thread took one of the two cores from the first verify, and went on compiling in
+# every later one (each Connect session's generated classes are its own): measured on
+# a 100 000-record history, 2 cores, alternating (benchmarks/RESULTS.md, issue 37),
+# the first verify took 29-30 CPU-s of the server's JVM against 40-43, each later one
+# 16-18 against 19-24. A history above QUICK_JIT_MAX_ROWS is then verified in a JVM of
+# its own, with both compilers (spark_reports.session: server_serves).
+C1_SERVER_MAX_CORES = 2
+
+
+def c1_server() -> bool:
+    return machine_cores() <= C1_SERVER_MAX_CORES
+
+
 def server_java_options() -> str:
-    """The local Connect server's JVM options: a long-lived JVM keeps both JIT
-    compilers (QUICK_JIT_MAX_ROWS)."""
-    return local_java_options(None, class_cache.java_options())
+    """The local Connect server's JVM options: C1 only on a small machine
+    (C1_SERVER_MAX_CORES), else both JIT compilers, as for a long verify."""
+    return local_java_options(QUICK_JIT_MAX_ROWS if c1_server() else None,
+                              class_cache.java_options())

@@ -28,7 +28,9 @@ from spark_reports.jvm_options import (  # noqa: F401 - QUICK_JIT_MAX_ROWS: its 
     DEFAULT_DRIVER_MEMORY,
     DEFAULT_SHUFFLE_PARTITIONS,
     QUICK_JIT_MAX_ROWS,
+    c1_server,
     local_java_options,
+    machine_cores,
 )
 
 MODES = ("server", "local")
@@ -39,6 +41,10 @@ CONNECT_SESSION_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
+    # a session is reused (connect_server.SessionSlot): its plan cache would hand this
+    # verify the file listing of a scratch view the verify before it wrote (here as
+    # well as in the server's SERVER_CONF, for a server an older harness started)
+    "spark.connect.session.planCache.enabled": "false",
 }
 
 
@@ -134,7 +140,7 @@ def session_scope(master: str | None = None, spark=None, *, about: str = "", **k
         with _connect_session(remote, remote) as session:
             yield session
         return
-    if master is None and spark_mode() == "server":
+    if master is None and spark_mode() == "server" and _server_serves(kw.get("history_rows")):
         try:
             _connect_client_installed()
             server = connect_server.ensure_server()
@@ -142,7 +148,8 @@ def session_scope(master: str | None = None, spark=None, *, about: str = "", **k
             print(f"harness: {e}; verifying in a Spark session of this process instead "
                   "(--spark-mode local)", flush=True)
         else:
-            with connect_server.lease(about), _connect_session(server.url, None, server) as session:
+            with (connect_server.lease(about), connect_server.session_slot(server) as slot,
+                  _connect_session(server.url, None, server, slot) as session):
                 yield session
             return
     session, owned = spark_session(master, **kw)
@@ -151,6 +158,19 @@ def session_scope(master: str | None = None, spark=None, *, about: str = "", **k
     finally:
         if owned:
             session.stop()
+
+
+def _server_serves(history_rows: int | None) -> bool:
+    """Whether the local server verifies a history of that many rows. A server that
+    compiles with C1 only (jvm_options.c1_server) does not verify one above
+    QUICK_JIT_MAX_ROWS: its code would be 1.5x slower there (235 s against 150 s at
+    10 M records), so such a history gets a JVM of its own, with both compilers."""
+    if history_rows is None or history_rows <= QUICK_JIT_MAX_ROWS or not c1_server():
+        return True
+    print(f"harness: {history_rows:,} rows on a {machine_cores()}-core machine: verifying in "
+          "a Spark session of this process, whose JIT compiles for a long verify, not on "
+          "the local server (which compiles for short ones)", flush=True)
+    return False
 
 
 def _connect_client_installed() -> None:
@@ -164,31 +184,28 @@ def _connect_client_installed() -> None:
 
 
 @contextmanager
-def _connect_session(url: str, shown: str | None, server=None) -> Iterator:
+def _connect_session(url: str, shown: str | None, server=None, slot=None) -> Iterator:
     """A Spark Connect session of its own on `url` (shown: the URL as the user gave it;
-    server: the local server's state), released when the body ends. A local server that
-    dies meanwhile ends the body with a HarnessError (exit 2) that says so."""
-    from pyspark.sql import SparkSession
+    server: the local server's state), released when the body ends; with a `slot`
+    (connect_server.SessionSlot, the local server's), the slot's session, kept for the
+    next verify unless the body failed. A local server that dies meanwhile ends the
+    body with a HarnessError (exit 2) that says so."""
     where = shown or server.display_url
     try:
-        session = SparkSession.builder.remote(url).create()
-    except Exception as e:  # noqa: BLE001 - any failure to connect is said the same way
-        raise HarnessError(f"Spark Connect server {where}: cannot open a session: "
-                           f"{_first_line(e)}") from e
-    # the first round trip with few retries: a URL nobody answers at is said within
-    # seconds, not after pyspark's ten minutes of retrying
-    _quick_retries(session)
-    try:
-        session.version  # noqa: B018 - a round trip to the server
-    except Exception as e:  # noqa: BLE001 - as above
-        with suppress(Exception):
-            session.stop()       # (no longer this process's active session)
-        raise HarnessError(f"Spark Connect server {where}: cannot reach it: {_first_line(e)}") from e
+        session = _open(url, where, slot)
+    except HarnessError:
+        if slot is None or "SESSION_CLOSED" not in str(sys.exc_info()[1]):
+            raise
+        slot.retire()            # the server closed the slot's session (it was idle)
+        session = _open(url, where, slot)
     if server is None:
         # a remote server may be busy or restarting: pyspark's own patience from here on
         session.client.set_retry_policies([_default_policy()])
     finished = False
     try:
+        if slot is not None:
+            # a reused session: from the server's defaults, whatever the last one set
+            session.sql("RESET")
         for key, value in CONNECT_SESSION_CONF.items():
             session.conf.set(key, value)
         yield session
@@ -207,8 +224,35 @@ def _connect_session(url: str, shown: str | None, server=None) -> Iterator:
             _quick_retries(session)
             with suppress(Exception):
                 session.interruptAll()
+            if slot is not None:     # not left to the next verify: released, and a new one
+                session.release_session_on_close = True
+                slot.retire()
         with suppress(Exception):
             session.stop()
+
+
+def _open(url: str, where: str, slot) -> object:
+    """A session on url (the slot's, when there is one), after a first round trip."""
+    from pyspark.sql import SparkSession
+    try:
+        session = SparkSession.builder.remote(
+            url if slot is None else f"{url};session_id={slot.session_id}").create()
+    except Exception as e:  # noqa: BLE001 - any failure to connect is said the same way
+        raise HarnessError(f"Spark Connect server {where}: cannot open a session: "
+                           f"{_first_line(e)}") from e
+    if slot is not None:
+        # stop() then closes the connection and leaves the session for the next verify
+        session.release_session_on_close = False
+    # the first round trip with few retries: a URL nobody answers at is said within
+    # seconds, not after pyspark's ten minutes of retrying
+    _quick_retries(session)
+    try:
+        session.version  # noqa: B018 - a round trip to the server
+    except Exception as e:  # noqa: BLE001 - as above
+        with suppress(Exception):
+            session.stop()       # (no longer this process's active session)
+        raise HarnessError(f"Spark Connect server {where}: cannot reach it: {_first_line(e)}") from e
+    return session
 
 
 def _quick_retries(session) -> None:

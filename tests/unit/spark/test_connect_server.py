@@ -114,3 +114,64 @@ def test_a_server_killed_mid_verify_fails_it_with_exit_2_and_leaves_nothing(stat
     assert _gone(server.supervisor_pid, server.supervisor_start)
     assert cs.read_state() is None and not list((state / "leases").iterdir())
     assert not (run / "report" / "_views").exists()
+
+
+def test_session_slots_one_verify_each_kept_until_retired(state):
+    server = cs.ServerState(1, "token", 0, "", 0, "", 0.0, 1.0, "", "")
+    with cs.session_slot(server) as a, cs.session_slot(server) as b:
+        assert (a.number, b.number) == (0, 1) and a.session_id != b.session_id
+        first, second = a.session_id, b.session_id
+    with cs.session_slot(server) as again:
+        assert (again.number, again.session_id) == (0, first)   # the next verify's
+        again.retire()
+        assert again.session_id != first
+    with cs.session_slot(server) as later:
+        assert later.session_id not in (first, second)
+    other = cs.ServerState(1, "another server's token", 0, "", 0, "", 0.0, 1.0, "", "")
+    with cs.session_slot(other) as c:
+        assert c.session_id != later.session_id
+
+
+def test_a_verify_reuses_the_session_and_replaces_one_the_server_closed(state, tmp_path):
+    server = cs.ensure_server()
+    run = tmp_path / "run"
+    generate(run, SyntheticSpec(records=3000, producers=3, partitions=4,
+                                inject={k: 2 for k in INJECTABLE}, seed=5))
+
+    def verify() -> dict:
+        proc = subprocess.run([sys.executable, "-m", "harness.cli", "verify", str(run)],
+                              cwd=ROOT, capture_output=True, text=True, timeout=600,
+                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+        assert proc.returncode in (0, 1), proc.stderr[-3000:]
+        summary = json.loads((run / "report" / "summary.json").read_text())
+        return {k: v for k, v in summary.items()
+                if k not in ("generated_at", "verify_seconds", "step_seconds")}
+
+    first = verify()
+    with cs.session_slot(server) as slot:
+        kept = slot.session_id
+    # the same session again (it holds the classes the first verify generated)
+    assert verify() == first
+    with cs.session_slot(server) as slot:
+        assert slot.session_id == kept
+    # the session released by someone else: the server refuses its id from then on
+    code = ("import sys\nfrom pyspark.sql import SparkSession\n"
+            "s = SparkSession.builder.remote(sys.argv[1]).create()\ns.range(1).count()\n"
+            "s.stop()\n")
+    subprocess.run([sys.executable, "-c", code, f"{server.url};session_id={kept}"],
+                   capture_output=True, text=True, timeout=120, check=True)
+    assert verify() == first
+    with cs.session_slot(server) as slot:
+        assert slot.session_id != kept
+
+
+def test_on_two_cores_the_server_compiles_with_c1_and_leaves_big_histories(monkeypatch, capsys):
+    from spark_reports import jvm_options, session
+    monkeypatch.setattr(jvm_options, "machine_cores", lambda: 2)
+    assert "-XX:TieredStopAtLevel=1" in jvm_options.server_java_options()
+    assert session._server_serves(None) and session._server_serves(jvm_options.QUICK_JIT_MAX_ROWS)
+    assert not session._server_serves(jvm_options.QUICK_JIT_MAX_ROWS + 1)
+    assert "verifying in a Spark session of this process" in capsys.readouterr().out
+    monkeypatch.setattr(jvm_options, "machine_cores", lambda: 8)
+    assert "-XX:CompileThresholdScaling=3" in jvm_options.server_java_options()
+    assert session._server_serves(10 ** 9)
