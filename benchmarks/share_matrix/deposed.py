@@ -3,7 +3,8 @@ that was no longer the partition's leader, by the leader changes the run's obser
 saw (RESULTS, 2026-11-27: a deposed share-partition leader delivers an accepted record).
 Reads the members' client logs (ShareConsumeRequestManager at DEBUG); one line per
 such answer. The observer polls metadata, so a change is seen a moment late: an answer
-within that moment is missed, never invented.
+from the old leader within that moment is missed; an answer from the new leader within
+it (the next change the observer saw names the answering node) is not counted.
 
     PYTHONPATH=$PWD .venv/bin/python benchmarks/share_matrix/deposed.py runs/<run>
 """
@@ -37,6 +38,11 @@ def leader_at(changes: list[tuple[int, int]], ts: float) -> int | None:
     return next((leader for t, leader in reversed(changes) if t <= ts), None)
 
 
+def next_leader(changes: list[tuple[int, int]], ts: float) -> int | None:
+    """The leader of the first change the observer saw after ts."""
+    return next((leader for t, leader in changes if t > ts), None)
+
+
 def _us(stamp: str) -> float:
     t = datetime.datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f")
     return t.replace(tzinfo=datetime.UTC).timestamp() * 1e6
@@ -52,8 +58,11 @@ def deposed_answers(run: Path) -> list[str]:
                 node = int(m.group(2))
             elif (m := DATA.match(line)) and node is not None:
                 topic, p, code, size = m.group(2), int(m.group(3)), int(m.group(4)), int(m.group(5))
-                lead = leader_at(changes.get((topic, p), []), _us(m.group(1)))
-                if code == 0 and size > 0 and lead is not None and lead != node:
+                seen = changes.get((topic, p), [])
+                lead = leader_at(seen, _us(m.group(1)))
+                # the new leader answering before the observer saw it elected is not deposed
+                late = next_leader(seen, _us(m.group(1))) == node
+                if code == 0 and size > 0 and lead is not None and lead != node and not late:
                     out.append(f"{log.parent.name[5:]} {m.group(1)} {topic}-{p} from node {node}, "
                                f"leader then {lead}, {size} bytes")
     return out
