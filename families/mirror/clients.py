@@ -27,7 +27,9 @@ import logging
 from clusters.docker_cluster import DockerCluster
 from core.context import RunContext
 from core.errors import HarnessError
-from families.mirror.catchup import CatchUpWait
+from core.history import HistoryWriter
+from families.mirror.catchup import CatchUpWait, read_whole
+from families.mirror.checkpoints import checkpoints_topic, commit_rows, parse_checkpoint
 from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
@@ -108,9 +110,11 @@ class MirrorWorkloads:
         wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
                            offsets_topic(), self.isolation, spec.catch_up_timeout_s)
         caught_up = wait.run()
+        checkpoints = self._record_checkpoints()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,
-                        mm2_killed=self.kill is not None and self.kill.killed)
+                        mm2_killed=self.kill is not None and self.kill.killed,
+                        checkpoints=checkpoints)
         if not caught_up:
             log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
                         wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
@@ -129,6 +133,23 @@ class MirrorWorkloads:
         return {TARGET: {"complete": result.complete and caught_up, "caught_up": caught_up,
                          "waited_s": wait.waited_s, "records": result.records,
                          **({"incomplete": incomplete[:10]} if incomplete else {})}}
+
+    def _record_checkpoints(self) -> int:
+        """MM2's checkpoints of the mirrored topics (every translation it emitted during
+        the run), read from the target whole, as `commits` rows (checkpoints.py)."""
+        sources = {target_topic(t): t for t in self.spec.mirrored}
+        records = read_whole(self.target.bootstrap_servers(), checkpoints_topic(), self.isolation)
+        n = 0
+        with HistoryWriter(self.ctx.run_dir, "commits", self.ctx.run_id,
+                           writer_name="mm2-checkpoints") as w:
+            for partition, offset, ts_ms, key, value in records:
+                c = parse_checkpoint(key, value)
+                if c is None or c.topic not in sources:
+                    continue
+                w.extend(commit_rows(c, sources[c.topic], (partition, offset), ts_ms * 1000))
+                n += 1
+        log.info("mirror drain: %d checkpoints of %s recorded", n, checkpoints_topic())
+        return n
 
     def _remove(self) -> None:
         """MM2's log and container, then the target's logs and the target; each step

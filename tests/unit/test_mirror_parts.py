@@ -10,6 +10,7 @@ import pytest
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from families.mirror.catchup import parse_offset_record, partition_rows
+from families.mirror.checkpoints import Checkpoint, commit_rows, encode_checkpoint, parse_checkpoint
 from families.mirror.mm2 import properties
 from families.mirror.section import check_mirror, exactly_once_refusal, mirror
 from workloads.spec import ProducerSpec
@@ -152,3 +153,20 @@ def test_a_kill_not_played_before_the_cancel_never_plays():
     k = MirrorMakerKill(mm2, MirrorKill(at_s=30, down_s=1), _Events()).start()
     k.cancel(restart=True)
     assert mm2.calls == [] and not k.killed
+
+
+def test_a_checkpoint_record_is_read_as_mm2_writes_it_and_garbage_is_not():
+    # Kafka's Checkpoint: key group, topic (INT16-length strings), partition (INT32);
+    # value version 0 (INT16), upstream, downstream (INT64), metadata (string)
+    key = b"\x00\x02g0" + b"\x00\x0dsource.orders" + b"\x00\x00\x00\x02"
+    value = b"\x00\x00" + (10412).to_bytes(8, "big") + (10094).to_bytes(8, "big") + b"\x00\x00"
+    c = parse_checkpoint(key, value)
+    assert c == Checkpoint("g0", "source.orders", 2, 10412, 10094)
+    assert encode_checkpoint(c) == (key, value)
+    assert parse_checkpoint(key, None) is None                         # a tombstone
+    assert parse_checkpoint(key, b"\x00\x01" + value[2:]) is None       # an unknown version
+    assert parse_checkpoint(b"\x00\x09g0", value) is None               # a length past the end
+    src, dst = commit_rows(c, "orders", (0, 17), 5)
+    assert (src["cluster"], src["topic"], src["offset"]) == ("source", "orders", 10412)
+    assert (dst["cluster"], dst["topic"], dst["offset"]) == ("target", "source.orders", 10094)
+    assert src["consumer"] == dst["consumer"] == "mm2-checkpoint:0:17"
