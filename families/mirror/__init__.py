@@ -10,10 +10,12 @@ names (`source.<topic>`): the pipeline gives them to this family alone (the
 """
 from __future__ import annotations
 
+import json
+
 from families.base import Family, RunData
 from families.mirror.checker import mirror_params
 from families.mirror.kinds import KINDS
-from families.mirror.section import FACT_DOCS, facts
+from families.mirror.section import FACT_DOCS, FAILOVER_EVENT, facts, target_topic
 
 
 def _start(ctx, workload):
@@ -34,7 +36,35 @@ def mirror_metrics(events: list[dict]) -> dict:
             "caught_up": None if caught is None else caught.get("caught_up"),
             "waited_s": None if caught is None else caught.get("waited_s"),
             "mm2_killed": bool((caught or {}).get("mm2_killed")),
-            "partitions_behind": [p for p in parts if not p.get("caught_up")]}
+            "partitions_behind": [p for p in parts if not p.get("caught_up")],
+            "checkpoints": (caught or {}).get("checkpoints"),
+            "failover": _failover(events)}
+
+
+def _failover(events: list[dict]) -> dict | None:
+    """The failover's event (failover.py): where each group resumed on the target."""
+    for e in events:
+        if e.get("kind") == "client" and e.get("name") == FAILOVER_EVENT:
+            return json.loads(e.get("detail") or "{}")
+    return None
+
+
+def failover_words(f: dict | None) -> list[str]:
+    if not f:
+        return []
+    lines = [f"The consumer groups failed over to the target after {f.get('waited_s')} s"
+             + ("" if f.get("synced") else
+                f" without MM2 having synced every last commit ({'; '.join(f.get('waiting') or [])})")
+             + ":"]
+    for g, d in sorted((f.get("groups") or {}).items()):
+        target = d.get("target") or {}
+        pairs = ", ".join(f"{tp}:{o} → {target_topic('')}{tp}:{target.get(target_topic(tp), 'none')}"
+                          for tp, o in sorted((d.get("source") or {}).items()))
+        lines.append(f"group {g}: last source commit → where it resumed on the target: "
+                     f"{pairs or 'no commit'}; it read {d.get('read')} records there.")
+    return lines
+
+
 
 
 def _metrics(data: RunData) -> dict:
@@ -57,8 +87,11 @@ def _words(summary: dict) -> list[str]:
             f"caught up after {m['waited_s']} s" if m["caught_up"] else
             f"{len(m['partitions_behind'])} source partitions not caught up after "
             f"{m['waited_s']} s (their records are not judged as lost)")
+    checkpoints = ("" if m.get("checkpoints") is None else
+                   f" It emitted {m['checkpoints']} checkpoints of the source's groups.")
     return [f"MirrorMaker 2 {m['target_version']} ({mode}) from Kafka {m['source_version']} "
-            f"to {m['target_version']}: {topics}; {wait}."]
+            f"to {m['target_version']}: {topics}; {wait}.{checkpoints}",
+            *failover_words(m.get("failover"))]
 
 
 FAMILY = Family(

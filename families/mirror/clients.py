@@ -30,10 +30,11 @@ from core.errors import HarnessError
 from core.history import HistoryWriter
 from families.mirror.catchup import CatchUpWait, read_whole
 from families.mirror.checkpoints import checkpoints_topic, commit_rows, parse_checkpoint
+from families.mirror.failover import Failover
 from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
-from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, TARGET, target_topic
+from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
 from workloads.drain import drain as drain_topics
 from workloads.spec import DrainSpec
 
@@ -44,6 +45,10 @@ FINALIZER = "mirror-stop"
 class MirrorWorkloads:
     def __init__(self, ctx: RunContext, workload):       # a families.workload.Workload
         self.ctx, self.spec = ctx, workload.mirror
+        mirrored = set(self.spec.mirrored)
+        # the scenario's groups reading mirrored topics: those that fail over
+        self.groups = {g.group_id: set(g.topics) & mirrored for g in workload.consumers
+                       if set(g.topics) & mirrored}
         self.target: DockerCluster | None = None
         self.mm2: MirrorMaker | None = None
         self.kill: MirrorMakerKill | None = None
@@ -110,6 +115,12 @@ class MirrorWorkloads:
         wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
                            offsets_topic(), self.isolation, spec.catch_up_timeout_s)
         caught_up = wait.run()
+        if spec.failover and self.groups:
+            # before the checkpoints are read: it waits for the groups' last commits'
+            failover = Failover(ctx, ctx.bootstrap, self.target.bootstrap_servers(),
+                                self.groups, {t: target_topic(t) for t in spec.mirrored},
+                                self.isolation, spec.catch_up_timeout_s).run()
+            ctx.events.emit("client", FAILOVER_EVENT, "mm2", **failover)
         checkpoints = self._record_checkpoints()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,

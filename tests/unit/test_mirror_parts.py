@@ -11,6 +11,7 @@ from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from families.mirror.catchup import parse_offset_record, partition_rows
 from families.mirror.checkpoints import Checkpoint, commit_rows, encode_checkpoint, parse_checkpoint
+from families.mirror.failover import pair_rows, pending
 from families.mirror.mm2 import properties
 from families.mirror.section import check_mirror, exactly_once_refusal, mirror
 from workloads.spec import ProducerSpec
@@ -170,3 +171,20 @@ def test_a_checkpoint_record_is_read_as_mm2_writes_it_and_garbage_is_not():
     assert (src["cluster"], src["topic"], src["offset"]) == ("source", "orders", 10412)
     assert (dst["cluster"], dst["topic"], dst["offset"]) == ("target", "source.orders", 10094)
     assert src["consumer"] == dst["consumer"] == "mm2-checkpoint:0:17"
+
+
+def test_the_failover_waits_for_the_last_commit_checkpointed_then_synced():
+    renamed = {"orders": "source.orders"}
+    source = {("orders", 0): 120, ("orders", 1): 99}
+    cps = {("g0", "source.orders", 0): (120, 118), ("g0", "source.orders", 1): (90, 88)}
+    target = {("source.orders", 0): 110, ("source.orders", 1): 88}
+    waiting = pending(source, cps, target, "g0", renamed)
+    assert waiting == ["g0 source.orders-0: target offset 110, checkpoint says 118",
+                       "g0 orders-1: commit 99 not checkpointed (last 90)"]
+    cps[("g0", "source.orders", 1)] = (99, 97)
+    target = {("source.orders", 0): 118, ("source.orders", 1): 97}
+    assert pending(source, cps, target, "g0", renamed) == []
+    rows = pair_rows("g0", source, {("source.orders", 0): 118}, renamed, 7)
+    assert [(r["cluster"], r["topic"], r["partition"], r["offset"]) for r in rows] == \
+        [("source", "orders", 0, 120), ("target", "source.orders", 0, 118)]  # no target offset: no pair
+    assert {r["consumer"] for r in rows} == {"failover:g0:orders:0"}
