@@ -35,7 +35,8 @@ def mirror_metrics(events: list[dict]) -> dict:
             "target_topics": config.get("target_topics"),
             "caught_up": None if caught is None else caught.get("caught_up"),
             "waited_s": None if caught is None else caught.get("waited_s"),
-            "mm2_killed": bool((caught or {}).get("mm2_killed")),
+            "mm2_killed": bool((caught or {}).get("mm2_killed")) or any(
+                e.get("kind") == "fault" and e.get("name") == "mm2-kill" for e in events),
             "partitions_behind": [p for p in parts if not p.get("caught_up")],
             "checkpoints": (caught or {}).get("checkpoints"),
             "failover": _failover(events)}

@@ -35,6 +35,7 @@ from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
 from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
+from faults.sidecar import MIRROR_MAKER
 from workloads.drain import drain as drain_topics
 from workloads.spec import DrainSpec
 
@@ -79,9 +80,17 @@ class MirrorWorkloads:
     def __exit__(self, *exc) -> None:
         self.ctx.finalizers.run(FINALIZER)
 
+    def fault_clusters(self) -> dict:
+        """The clusters beside the run's that a fault may act on (`cluster: target`)."""
+        return {TARGET: self.target} if self.target is not None else {}
+
+    def fault_processes(self) -> dict:
+        """The processes a fault may stop (mm2-kill, mm2-pause: faults/sidecar.py)."""
+        return {MIRROR_MAKER: self.mm2} if self.mm2 is not None else {}
+
     def check(self) -> None:
-        if self.kill is not None and self.kill.down:
-            return                                   # killed on purpose: back in down_s
+        if (self.kill is not None and self.kill.down) or (self.mm2 is not None and self.mm2.held):
+            return                                   # down on purpose: a heal starts it
         if self.mm2 is not None and self.mm2.status() in ("exited", "dead", "removed"):
             tail = "\n".join(self.mm2.logs().splitlines()[-20:])
             raise HarnessError(f"MirrorMaker 2 ({self.mm2.name}) stopped on its own:\n{tail}")

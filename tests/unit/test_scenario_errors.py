@@ -30,6 +30,12 @@ workload:
 
 FAULT = "faults:\n  timeline:\n    - {at: 5, fault: kill, target: random_broker, hold: 5}\n"
 
+
+
+def _timeline(entry: str) -> str:
+    return f"faults:\n  timeline:\n    - {entry}\n"
+
+
 # (name, document, the line the message must name, words the message must contain)
 SHARE = BASE.replace('"3.9"', '"4.3"') + "  share_groups:\n    - {group_id: q0, ack_mode: explicit}\n"
 # a pipeline from t (keyed) to out; its item is line 18
@@ -216,6 +222,23 @@ CASES = [
      ["workload.mirror.exactly_once", "boolean"]),
     ("mirror unknown field", MIRROR + "    exactly: true\n", 19,
      ["workload.mirror.exactly", "check its spelling"]),
+    ("mm2 fault without a mirror", BASE + _timeline("{at: 5, fault: mm2-kill, hold: 5}"), 18,
+     ["faults.timeline[0].fault", "no workload.mirror"]),
+    ("target-cluster fault without a mirror",
+     BASE + _timeline("{at: 5, fault: kill, target: {random_broker: {}, cluster: target}}"), 18,
+     ["faults.timeline[0].target.cluster", "no workload.mirror"]),
+    ("unknown cluster on a selector",
+     MIRROR + _timeline("{at: 5, fault: kill, target: {random_broker: {}, cluster: tgt}}"), 21,
+     ["faults.timeline[0].target.cluster", "use one of source, target"]),
+    ("a target selector naming a source topic", MIRROR + _timeline(
+        "{at: 5, fault: kill, target: {leader_of: {topic: t, partition: 0}, cluster: target}}"),
+     21, ["faults.timeline[0].target", "'t' is not among", "source.t"]),
+    ("a source-only fault on the target", MIRROR + _timeline(
+        "{at: 5, fault: disk-full, target: {random_broker: {}, cluster: target}}"), 21,
+     ["faults.timeline[0].target.cluster", "source cluster only"]),
+    ("an mm2 fault with a target", MIRROR + _timeline(
+        "{at: 5, fault: mm2-pause, target: random_broker}"), 21,
+     ["faults.timeline[0].target", "takes no target"]),
 ]
 
 
