@@ -15,6 +15,7 @@ import json
 from families.base import Family, RunData
 from families.mirror.checker import mirror_params
 from families.mirror.kinds import KINDS
+from families.mirror.lag import lag_series
 from families.mirror.section import FACT_DOCS, FAILOVER_EVENT, facts, target_topic
 
 
@@ -39,6 +40,7 @@ def mirror_metrics(events: list[dict]) -> dict:
                 e.get("kind") == "fault" and e.get("name") == "mm2-kill" for e in events),
             "partitions_behind": [p for p in parts if not p.get("caught_up")],
             "checkpoints": (caught or {}).get("checkpoints"),
+            "lag_per_second": lag_series(events),
             "failover": _failover(events)}
 
 
@@ -71,9 +73,17 @@ def failover_words(f: dict | None) -> list[str]:
 def _metrics(data: RunData) -> dict:
     m = mirror_metrics(data.events)
     behind = len(m.get("partitions_behind") or [])
+    lags = [r["lag"] for r in m.get("lag_per_second") or []]
     return {"summary": {"mirror": m},
             "counts": {"mirror_partitions_behind": behind,
-                       "mirror_catch_up_s": m.get("waited_s") or 0}}
+                       "mirror_catch_up_s": m.get("waited_s") or 0,
+                       "max_mirror_lag": max(lags, default=0)}}
+
+
+def _series(summary) -> list[tuple]:
+    rows = (summary.get("mirror") or {}).get("lag_per_second") or []
+    return [("MirrorMaker 2 replication lag (source end − target end)", "records", rows,
+             ("lag",))] if rows else []
 
 
 def _words(summary: dict) -> list[str]:
@@ -88,10 +98,15 @@ def _words(summary: dict) -> list[str]:
             f"caught up after {m['waited_s']} s" if m["caught_up"] else
             f"{len(m['partitions_behind'])} source partitions not caught up after "
             f"{m['waited_s']} s (their records are not judged as lost)")
+    lags = m.get("lag_per_second") or []
+    peak = max(lags, key=lambda r: r["lag"], default=None)
+    lag = ("" if peak is None else
+           f" Replication lag, sampled every second during the load: at most {peak['lag']} "
+           f"records (median {sorted(r['lag'] for r in lags)[len(lags) // 2]}).")
     checkpoints = ("" if m.get("checkpoints") is None else
                    f" It emitted {m['checkpoints']} checkpoints of the source's groups.")
     return [f"MirrorMaker 2 {m['target_version']} ({mode}) from Kafka {m['source_version']} "
-            f"to {m['target_version']}: {topics}; {wait}.{checkpoints}",
+            f"to {m['target_version']}: {topics}; {wait}.{lag}{checkpoints}",
             *failover_words(m.get("failover"))]
 
 
@@ -100,4 +115,5 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: getattr(workload, "mirror", None) is not None,
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
-    counts=("mirror_partitions_behind", "mirror_catch_up_s"), before_load=True)
+    counts=("mirror_partitions_behind", "mirror_catch_up_s", "max_mirror_lag"), series=_series,
+    before_load=True)

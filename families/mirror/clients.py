@@ -33,6 +33,7 @@ from families.mirror.checkpoints import checkpoints_topic, commit_rows, parse_ch
 from families.mirror.failover import Failover
 from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
+from families.mirror.lag import LagSampler
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
 from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
 from faults.sidecar import MIRROR_MAKER
@@ -53,6 +54,7 @@ class MirrorWorkloads:
         self.target: DockerCluster | None = None
         self.mm2: MirrorMaker | None = None
         self.kill: MirrorMakerKill | None = None
+        self.lag: LagSampler | None = None
         self._topics_seen = False
 
     @property
@@ -106,6 +108,10 @@ class MirrorWorkloads:
         except Exception:  # noqa: BLE001 - the target busy: ask again next time
             have = set()
         self._topics_seen = want <= have
+        if self._topics_seen and self.lag is None:
+            self.lag = LagSampler(self.ctx.bootstrap, self.target.bootstrap_servers(),
+                                  {t: target_topic(t) for t in self.spec.mirrored},
+                                  self.ctx.events).start()
         if self._topics_seen and self.spec.kill is not None and self.kill is None:
             # at_s counts from here: MM2 copies from now on, however long it took to start
             self.kill = MirrorMakerKill(self.mm2, self.spec.kill, self.ctx.events).start()
@@ -119,6 +125,8 @@ class MirrorWorkloads:
         """Wait for MM2 to catch up (bounded), read the target's mirrored topics whole,
         then remove MM2 and the target."""
         ctx, spec = self.ctx, self.spec
+        if self.lag is not None:
+            self.lag.stop()                   # the load has ended: the catch-up measures on
         if self.kill is not None:
             self.kill.cancel(restart=True)    # not played by now: not played (the event says)
         wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
@@ -175,6 +183,8 @@ class MirrorWorkloads:
         """MM2's log and container, then the target's logs and the target; each step
         runs even when one before failed."""
         logs = self.ctx.run_dir / "logs"
+        if self.lag is not None:
+            self.lag.stop()
         if self.kill is not None:
             self.kill.cancel(restart=False)
         try:

@@ -188,3 +188,25 @@ def test_the_failover_waits_for_the_last_commit_checkpointed_then_synced():
     assert [(r["cluster"], r["topic"], r["partition"], r["offset"]) for r in rows] == \
         [("source", "orders", 0, 120), ("target", "source.orders", 0, 118)]  # no target offset: no pair
     assert {r["consumer"] for r in rows} == {"failover:g0:orders:0"}
+
+
+def test_replication_lag_per_partition_and_per_second():
+    import json as _json
+
+    from families.mirror import _words, mirror_metrics
+    from families.mirror.lag import lag_rows, lag_series
+    renamed = {"orders": "source.orders"}
+    rows = lag_rows({("orders", 0): (0, 120), ("orders", 1): (0, 50)},
+                    {("source.orders", 0): (0, 100), ("source.orders", 1): (0, 52)}, renamed)
+    assert [(r["partition"], r["lag"]) for r in rows] == [(0, 20), (1, 0)]   # a duplicate: not below 0
+    events = [{"kind": "client", "name": "mirror-lag", "ts_us": s * 1_000_000 + 5,
+               "detail": _json.dumps({"partitions": [{"lag": lag}]})}
+              for s, lag in ((100, 3), (101, 40), (102, 0))]
+    assert lag_series(events) == [{"second": 100, "lag": 3}, {"second": 101, "lag": 40},
+                                  {"second": 102, "lag": 0}]
+    config = {"kind": "client", "name": "mirror-config", "ts_us": 0, "detail": _json.dumps(
+        {"source_version": "3.9.2", "target_version": "3.9.2", "exactly_once": False,
+         "target_topics": renamed})}
+    m = mirror_metrics([config, *events])
+    [line] = _words({"mirror": m})
+    assert "at most 40 records (median 3)" in line, line
