@@ -341,3 +341,14 @@ def test_toxiproxy_true_is_refused_naming_the_modes_it_could_mean(tmp_path, caps
     err = capsys.readouterr().err
     assert "cluster.toxiproxy" in err and ":5 " in err, err
     assert "client+replication" in err and "use one of off" not in err, err
+
+
+def test_faults_on_mm2_and_on_the_target_cluster_are_valid_in_a_mirrored_run(tmp_path, capsys):
+    doc = MIRROR + _timeline("{at: 5, fault: mm2-kill, hold: 5}") + (
+        "    - {at: 6, fault: pause, target: {leader_of: {topic: source.t, partition: 2}, "
+        "cluster: target}, hold: 2}\n"
+        "    - {at: 9, fault: kill, target: {random_broker: {}, cluster: source}, hold: 2}\n"
+        "    - {at: 12, fault: mm2-pause, hold: 2}\n")
+    assert main(["run", str(_write(tmp_path, doc)), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "cluster: target" in out and "mm2-pause" in out, out
