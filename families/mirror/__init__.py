@@ -55,10 +55,11 @@ def _failover(events: list[dict]) -> dict | None:
 def failover_words(f: dict | None) -> list[str]:
     if not f:
         return []
-    lines = [f"The consumer groups failed over to the target after {f.get('waited_s')} s"
-             + ("" if f.get("synced") else
-                f" without MM2 having synced every last commit ({'; '.join(f.get('waiting') or [])})")
-             + ":"]
+    how = ("" if f.get("synced") else
+           " once MM2 had nothing newer to say (it checkpoints only a translation that moves "
+           f"on; not checkpointed: {'; '.join(f.get('waiting') or [])})" if f.get("settled") else
+           f" without MM2 having synced every last commit ({'; '.join(f.get('waiting') or [])})")
+    lines = [f"The consumer groups failed over to the target after {f.get('waited_s')} s{how}:"]
     for g, d in sorted((f.get("groups") or {}).items()):
         target = d.get("target") or {}
         pairs = ", ".join(f"{tp}:{o} → {target_topic('')}{tp}:{target.get(target_topic(tp), 'none')}"

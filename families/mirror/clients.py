@@ -136,7 +136,8 @@ class MirrorWorkloads:
             # before the checkpoints are read: it waits for the groups' last commits'
             failover = Failover(ctx, ctx.bootstrap, self.target.bootstrap_servers(),
                                 self.groups, {t: target_topic(t) for t in spec.mirrored},
-                                self.isolation, spec.catch_up_timeout_s).run()
+                                self.isolation, spec.catch_up_timeout_s,
+                                spec.emit_checkpoints_interval_s).run()
             ctx.events.emit("client", FAILOVER_EVENT, "mm2", **failover)
         checkpoints = self._record_checkpoints()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,

@@ -7,7 +7,11 @@ it, as an operator's failover would.
 2. The wait: until MM2 has checkpointed each of those commits (a checkpoint whose
    upstream offset is the commit) and synced the translation to the target's
    `__consumer_offsets` (the group's committed offset on the target is that
-   checkpoint's downstream offset), at most `timeout_s`.
+   checkpoint's downstream offset); or until MM2's checkpoints and the target's group
+   offsets have not changed for two checkpoint intervals (`settled`: MM2 emits a
+   checkpoint only when the translated offset moves on, so a last commit that
+   translates as the one before is never checkpointed: seen on a 3.9 run, the wait
+   for it timed out); at most `timeout_s`.
 3. Each (group, partition) pair is written as two `commits` rows, as a checkpoint is
    (checkpoints.py): `cluster = 'source'`, the source commit, and `cluster = 'target'`,
    the offset the group resumes at on the target, paired by `consumer =
@@ -90,23 +94,31 @@ class Failover:
     """The failover of the scenario's groups (those reading mirrored topics)."""
 
     def __init__(self, ctx, source_bs: str, target_bs: str, groups: dict[str, set[str]],
-                 renamed: dict[str, str], isolation: str, timeout_s: float):
+                 renamed: dict[str, str], isolation: str, timeout_s: float, interval_s: float):
         self.ctx, self.source_bs, self.target_bs = ctx, source_bs, target_bs
         self.groups, self.renamed, self.isolation = groups, renamed, isolation
         self.timeout_s = timeout_s
+        # MM2 emits a checkpoint only when the translated offset moves on (its checkpoints
+        # are monotonic): a last commit whose translation equals the last checkpoint's is
+        # never checkpointed. Nothing new for two checkpoint intervals: it has said all
+        self.settle_s = max(2 * interval_s, 5.0) + 2.0
         self.report: dict = {}
 
     def run(self) -> dict:
         started = time.monotonic()
         source = {g: group_offsets(self.source_bs, g, topics) for g, topics in self.groups.items()}
+        last, since = None, started
         while True:
             cps = latest_checkpoints(self.target_bs, self.isolation)
             target = {g: group_offsets(self.target_bs, g, {self.renamed[t] for t in topics})
                       for g, topics in self.groups.items()}
             waiting = [w for g in self.groups
                        for w in pending(source[g], cps, target[g], g, self.renamed)]
-            waited = round(time.monotonic() - started, 2)
-            if not waiting or waited >= self.timeout_s:
+            now = time.monotonic()
+            if (cps, target) != last:
+                last, since = (cps, target), now
+            settled = now - since >= self.settle_s
+            if not waiting or settled or now - started >= self.timeout_s:
                 break
             time.sleep(WAIT_POLL_S)
         ts = now_us()
@@ -115,7 +127,8 @@ class Failover:
             for g in self.groups:
                 w.extend(pair_rows(g, source[g], target[g], self.renamed, ts))
         read = {g: self._consume(g, target[g]) for g in self.groups}
-        return {"synced": not waiting, "waited_s": waited, "waiting": waiting[:10],
+        return {"synced": not waiting, "settled": settled and bool(waiting),
+                "waited_s": round(now - started, 2), "waiting": waiting[:10],
                 "groups": {g: {"source": _named(source[g]), "target": _named(target[g]),
                                "read": read[g]} for g in self.groups}}
 

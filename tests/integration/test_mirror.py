@@ -65,7 +65,9 @@ def test_a_mirrored_topic_under_faults_on_source_target_and_mm2_then_a_failover(
     assert set(checkpoints.group_id) >= {"g0"}
     # the failover: g0 resumed on the target where MM2 synced it, and read from there
     [failover] = [json.loads(d) for d in events[events.name == "mirror-failover"].detail]
-    assert failover["synced"] is True, failover
+    # every last commit checkpointed and synced, or MM2 had nothing newer to say (it
+    # checkpoints a commit only when its translation moves on)
+    assert failover["synced"] or failover["settled"], failover
     g0 = failover["groups"]["g0"]
     assert set(g0["target"]) == {f"source.orders-{p}" for p in range(3)}, g0
     reads = target[(target.phase == "run") & (target.consumer == "failover-g0")]
