@@ -24,10 +24,14 @@ def _n(n) -> str:
 
 
 def _resume(r: dict, run) -> str:
-    return (f"group {r['group_id']} on the target would resume at {r['target_topic']}-"
-            f"{r['partition']}:{_n(r['translated_offset'])} (MirrorMaker 2's checkpoint at "
-            f"{run.at(r.get('explain_at_us'))} of its source commit {r['topic']}-"
-            f"{r['partition']}:{_n(r['committed_offset'])})")
+    commit = f"{r['topic']}-{r['partition']}:{_n(r['committed_offset'])}"
+    at = f"{r['target_topic']}-{r['partition']}:{_n(r['translated_offset'])}"
+    if str(r.get("checkpoint") or "").startswith("failover:"):
+        return (f"group {r['group_id']} failing over at {run.at(r.get('explain_at_us'))} "
+                f"resumed on the target at {at} (its offset there, synced by MirrorMaker 2; "
+                f"its last source commit {commit})")
+    return (f"group {r['group_id']} on the target would resume at {at} (MirrorMaker 2's "
+            f"checkpoint at {run.at(r.get('explain_at_us'))} of its source commit {commit})")
 
 
 def skip_words(r: dict, run) -> str:

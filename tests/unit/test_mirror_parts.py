@@ -210,3 +210,25 @@ def test_replication_lag_per_partition_and_per_second():
     m = mirror_metrics([config, *events])
     [line] = _words({"mirror": m})
     assert "at most 40 records (median 3)" in line, line
+
+
+def test_a_translation_row_in_words_names_a_checkpoint_or_a_failover():
+    from families.mirror.kinds import rewind_words, skip_words
+
+    class Run:
+        def at(self, us):
+            return "+12.3 s"
+    row = {"group_id": "g0", "topic": "orders", "partition": 2, "offset": 10100,
+           "record_id": "p0-7", "target_topic": "source.orders", "target_offset": 10100,
+           "committed_offset": 10094, "translated_offset": 10412, "checkpoint": "mm2-checkpoint:0:3",
+           "checkpoint_records": 318, "explain_at_us": 1}
+    said = skip_words(row, Run())
+    assert said.startswith("group g0 on the target would resume at source.orders-2:10\u2009412 "
+                           "(MirrorMaker 2's checkpoint at +12.3 s of its source commit "
+                           "orders-2:10\u2009094); 318 records between its source commit and "
+                           "that offset would be skipped"), said
+    row.update(checkpoint="failover:g0:orders:2", committed_offset=10500, checkpoint_records=1)
+    said = rewind_words(row, Run())
+    assert said.startswith("group g0 failing over at +12.3 s resumed on the target at "
+                           "source.orders-2:10\u2009412"), said
+    assert "1 record it had consumed before that commit would be read again" in said
