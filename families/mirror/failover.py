@@ -134,7 +134,8 @@ class Failover:
 
     def _consume(self, group: str, resumed: dict) -> int:
         """The group reads the target from where it resumes, to each partition's end
-        now; its deliveries are `consumed` rows (cluster target, phase run)."""
+        now; its deliveries are `consumed` rows (cluster target, phase run; one
+        member subscribed once: assignment 0)."""
         topics = sorted({self.renamed[t] for t in self.groups[group]})
         c = Consumer({"bootstrap.servers": self.target_bs, "group.id": group,
                       "enable.auto.commit": False, "auto.offset.reset": "earliest",
@@ -162,7 +163,7 @@ class Failover:
                                   "topic": m.topic(), "partition": m.partition(),
                                   "offset": m.offset(), "record_id": record_id_of(m.value()),
                                   "isolation": self.isolation, "recv_ts_us": now_us(),
-                                  "poll_seq": n, "cluster": TARGET})
+                                  "poll_seq": n, "assignment": 0, "cluster": TARGET})
                         n += 1
                         if m.offset() >= ends.get(tp, 0) - 1:
                             todo.discard(tp)

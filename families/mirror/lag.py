@@ -41,31 +41,47 @@ class LagSampler:
             self._thread.join(timeout=30)
 
     def _run(self) -> None:
-        # one consumer per cluster for the whole load (a new client per sample cost
-        # seconds on a loaded machine): watermarks asked of the partition leaders
-        source, target = _consumer(self.source_bs), _consumer(self.target_bs)
+        # one consumer per cluster (a new client per sample cost seconds on a loaded
+        # machine), made again after a failed sample: a client that timed out against a
+        # killed or frozen leader may stay stuck on it
+        clients = None
         try:
-            parts = _partitions(source, tuple(self.renamed))
             while not self.stopped.wait(SAMPLE_S):
                 ts = now_us()
-                ends = {"source": {}, "target": {}}
                 try:
-                    for t, p in parts:
-                        ends["source"][(t, p)] = source.get_watermark_offsets(
-                            TopicPartition(t, p), timeout=2, cached=False)
-                        copy = self.renamed[t]
-                        ends["target"][(copy, p)] = target.get_watermark_offsets(
-                            TopicPartition(copy, p), timeout=2, cached=False)
+                    clients = clients or self._clients()
+                    rows = self._sample(*clients)
                 except Exception as e:  # noqa: BLE001 - a cluster under faults: sample again
-                    log.debug("mirror lag sample failed: %s", e)
+                    # said in the history (a failed sample is not a lag of 0)
+                    self.events.emit("client", LAG_EVENT, "mm2", ts_us=ts, error=str(e)[:300])
+                    _close(clients)
+                    clients = None
                     continue
-                self.events.emit("client", LAG_EVENT, "mm2", ts_us=ts,
-                                 partitions=lag_rows(ends["source"], ends["target"], self.renamed))
-        except Exception as e:  # noqa: BLE001 - the lag is a measurement: never fail the run
-            log.warning("mirror lag sampling stopped: %s", e)
+                self.events.emit("client", LAG_EVENT, "mm2", ts_us=ts, partitions=rows)
         finally:
-            source.close()
-            target.close()
+            _close(clients)
+
+    def _clients(self) -> tuple[Consumer, Consumer, list[tuple[str, int]]]:
+        source, target = _consumer(self.source_bs), _consumer(self.target_bs)
+        return source, target, _partitions(source, tuple(self.renamed))
+
+    def _sample(self, source: Consumer, target: Consumer, parts) -> list[dict]:
+        ends: dict[str, dict] = {"source": {}, "target": {}}
+        for t, p in parts:
+            ends["source"][(t, p)] = source.get_watermark_offsets(
+                TopicPartition(t, p), timeout=2, cached=False)
+            copy = self.renamed[t]
+            ends["target"][(copy, p)] = target.get_watermark_offsets(
+                TopicPartition(copy, p), timeout=2, cached=False)
+        return lag_rows(ends["source"], ends["target"], self.renamed)
+
+
+def _close(clients) -> None:
+    for c in (clients or ())[:2]:
+        try:
+            c.close()
+        except Exception:  # noqa: BLE001,S110 - closing a stuck client: nothing more to do
+            pass
 
 
 def _consumer(bootstrap: str) -> Consumer:
@@ -95,6 +111,7 @@ def lag_series(events: list[dict]) -> list[dict]:
     by: dict[int, int] = {}
     for e in events:
         if e.get("kind") == "client" and e.get("name") == LAG_EVENT:
-            parts = json.loads(e.get("detail") or "{}").get("partitions") or []
-            by[e["ts_us"] // 1_000_000] = sum(int(p["lag"]) for p in parts)
+            parts = json.loads(e.get("detail") or "{}").get("partitions")
+            if parts:                                    # a failed sample says nothing
+                by[e["ts_us"] // 1_000_000] = sum(int(p["lag"]) for p in parts)
     return [{"second": s, "lag": by[s]} for s in sorted(by)]

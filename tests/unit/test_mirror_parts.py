@@ -202,6 +202,8 @@ def test_replication_lag_per_partition_and_per_second():
     events = [{"kind": "client", "name": "mirror-lag", "ts_us": s * 1_000_000 + 5,
                "detail": _json.dumps({"partitions": [{"lag": lag}]})}
               for s, lag in ((100, 3), (101, 40), (102, 0))]
+    events.append({"kind": "client", "name": "mirror-lag", "ts_us": 103_000_000,
+                   "detail": _json.dumps({"error": "KafkaError{_TIMED_OUT}"})})   # no lag of 0
     assert lag_series(events) == [{"second": 100, "lag": 3}, {"second": 101, "lag": 40},
                                   {"second": 102, "lag": 0}]
     config = {"kind": "client", "name": "mirror-config", "ts_us": 0, "detail": _json.dumps(
