@@ -133,12 +133,7 @@ class MirrorWorkloads:
                            offsets_topic(), self.isolation, spec.catch_up_timeout_s)
         caught_up = wait.run()
         if spec.failover and self.groups:
-            # before the checkpoints are read: it waits for the groups' last commits'
-            failover = Failover(ctx, ctx.bootstrap, self.target.bootstrap_servers(),
-                                self.groups, {t: target_topic(t) for t in spec.mirrored},
-                                self.isolation, spec.catch_up_timeout_s,
-                                spec.emit_checkpoints_interval_s).run()
-            ctx.events.emit("client", FAILOVER_EVENT, "mm2", **failover)
+            self._failover()        # first: it waits for MM2 to checkpoint the last commits
         checkpoints = self._record_checkpoints()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,
@@ -162,6 +157,14 @@ class MirrorWorkloads:
         return {TARGET: {"complete": result.complete and caught_up, "caught_up": caught_up,
                          "waited_s": wait.waited_s, "records": result.records,
                          **({"incomplete": incomplete[:10]} if incomplete else {})}}
+
+    def _failover(self) -> None:
+        """The groups fail over to the target (failover.py); the event says how."""
+        ctx, spec = self.ctx, self.spec
+        failover = Failover(ctx, ctx.bootstrap, self.target.bootstrap_servers(), self.groups,
+                            {t: target_topic(t) for t in spec.mirrored}, self.isolation,
+                            spec.catch_up_timeout_s, spec.emit_checkpoints_interval_s).run()
+        ctx.events.emit("client", FAILOVER_EVENT, "mm2", **failover)
 
     def _record_checkpoints(self) -> int:
         """MM2's checkpoints of the mirrored topics (every translation it emitted during
