@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
 from clusters.docker_cluster import DockerCluster
 from core.context import RunContext
@@ -47,6 +48,7 @@ FINALIZER = "mirror-stop"
 class MirrorWorkloads:
     def __init__(self, ctx: RunContext, workload):       # a families.workload.Workload
         self.ctx, self.spec = ctx, workload.mirror
+        self.ready_timeout_s = workload.warmup_timeout_s
         mirrored = set(self.spec.mirrored)
         # the scenario's groups reading mirrored topics: those that fail over
         self.groups = {g.group_id: set(g.topics) & mirrored for g in workload.consumers
@@ -77,7 +79,18 @@ class MirrorWorkloads:
                         exactly_once=spec.exactly_once, isolation=self.isolation,
                         target_topics={t: target_topic(t) for t in spec.mirrored},
                         container=self.mm2.name, properties=props)
+        self._wait_until_copying()
         return self
+
+    def _wait_until_copying(self) -> None:
+        """Until MM2 has created the mirrored topics (it copies from then on), at most the
+        warm-up's timeout: entered before the producers (before_load), so the load and
+        the fault timeline both begin with a mirror that copies. (Seen without it: MM2
+        took 29 s to create them on a loaded machine; the producers had sent their
+        25 s of records before the warm-up ended, and the faults hit an idle mirror.)"""
+        deadline = time.monotonic() + self.ready_timeout_s
+        while self.not_ready() and time.monotonic() < deadline:
+            time.sleep(1.0)
 
     def __exit__(self, *exc) -> None:
         self.ctx.finalizers.run(FINALIZER)
