@@ -86,6 +86,10 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("ok", pa.bool_()),
         ("error", pa.string()),
         ("ts_us", pa.int64()),
+        # a mirrored run (spec: "Mirrored topics"): MirrorMaker 2's checkpoint of a
+        # group, as a pair of rows, `source` (the group's committed offset) and
+        # `target` (its translation); null: a consumer's own commit on the run's cluster
+        ("cluster", pa.string()),
     ]),
     "events": pa.schema([
         ("run_id", pa.string()),
@@ -122,7 +126,7 @@ NULLABLE: dict[str, frozenset[str]] = {
     "consumed": frozenset({"group_id", "key", "record_id", "poll_seq", "leader_epoch",
                            "assignment", "source_record_id", "key_count",
                            "pipeline_instance", "pipeline_txn", "cluster"}),
-    "commits": frozenset({"group_id", "error"}),
+    "commits": frozenset({"group_id", "error", "cluster"}),
     "events": frozenset({"target"}),
     "share_deliveries": frozenset({"record_id", "delivery_count", "ack", "ack_ts_us",
                                    "ack_result", "ack_error"}),

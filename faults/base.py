@@ -13,6 +13,7 @@ targets.
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 import threading
@@ -73,12 +74,32 @@ class FaultContext:
     # Metadata (topic ids, leaders) as topics -> {name: TopicInfo}; None: ask the
     # cluster's brokers (clusters.topic_metadata). Tests put a fake answer here.
     topic_metadata_lookup: Callable[[list[str]], dict[str, TopicInfo]] | None = None
+    # The run's other clusters' contexts, by name (a mirror's `target`): where a fault
+    # whose selector says `cluster: target` acts (`on`). Filled in by the run.
+    others: dict[str, "FaultContext"] = field(default_factory=dict)
+    # Processes the run's families run beside the clusters that a fault may stop, by
+    # name (`mirror-maker`: kill(), restart(), pause(), unpause(), name). Filled in by the run.
+    processes: dict[str, Any] = field(default_factory=dict)
     # Faults injected and not yet healed, by fault_id, in injection order.
     active: dict[str, "BaseFault"] = field(default_factory=dict)
     heal_all_runs: int = 0
     _lock: threading.RLock = field(default_factory=threading.RLock, repr=False)
     # What the selectors of the fault being injected on this thread noted (note_selection)
     _notes: threading.local = field(default_factory=threading.local, repr=False)
+
+    def on(self, cluster: str | None) -> "FaultContext":
+        """The context of the run's cluster `cluster` (None: this one), sharing this
+        one's bookkeeping (active faults, events, rng), so heal-all heals a fault on
+        another cluster as on this one."""
+        if cluster is None:
+            return self
+        other = self.others.get(cluster)
+        if other is None:
+            raise RuntimeError(f"this run has no {cluster} cluster (known: "
+                               f"{', '.join(self.others) or 'none'})")
+        return dataclasses.replace(other, events=self.events, rng=self.rng, active=self.active,
+                                   _lock=self._lock, _notes=self._notes, others=self.others,
+                                   processes=self.processes)
 
     def coordinator_of(self, key: str, key_type: int) -> int:
         """The broker id FindCoordinator names for a transactional.id or a group, now."""
@@ -165,11 +186,14 @@ class BaseFault:
         self.label: str | None = None
         # What its rows say it did (`description`); its kind sets its own.
         self.words: Words = name_and_targets
+        # The run's cluster it acts on (a selector's `cluster: target`); None: the run's own
+        self.cluster_name: str | None = None
 
     # -- protocol --------------------------------------------------------
     def inject(self, ctx: FaultContext) -> None:
         if self.fault_id is not None:
             raise RuntimeError(f"fault {self.name} {self.fault_id} was already injected")
+        ctx = ctx.on(self.cluster_name)
         self.fault_id = f"{self.name}-{uuid.uuid4().hex[:10]}"
         self.injected_at_us = now_us()
         with ctx._lock:
@@ -202,6 +226,7 @@ class BaseFault:
         detail): the verdict counts the fault among the fault_errors."""
         if self.fault_id is None or self.healed:
             return
+        ctx = ctx.on(self.cluster_name)
         try:
             self._heal(ctx)
         except Exception as e:
@@ -226,7 +251,8 @@ class BaseFault:
         raise NotImplementedError
 
     def _event_detail(self) -> dict[str, Any]:
-        return {"fault_id": self.fault_id, **self.detail, "label": self.label or self.name,
+        where = {"cluster": self.cluster_name} if self.cluster_name else {}
+        return {"fault_id": self.fault_id, **self.detail, **where, "label": self.label or self.name,
                 "description": self.words(self.name, [n.name for n in self.targets], self.detail)}
 
     def __repr__(self) -> str:

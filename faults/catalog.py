@@ -55,11 +55,15 @@ from faults.protocol import ProtocolFault, protocol_words, proxy_action
 from faults.quorum import ControllerAdd, ControllerRemove
 from faults.rolling import RollingRestart, RollingUpgrade, restart_words, upgrade_words
 from faults.selectors import (
+    BARE_SELECTORS,
     Selector,
     all_brokers,
     all_nodes,
     parse_selector,
 )
+from faults.sidecar import KILL as PROCESS_KILL
+from faults.sidecar import MIRROR_MAKER, ProcessFault, process_words
+from faults.sidecar import PAUSE as PROCESS_PAUSE
 from faults.toxics import toxic_words
 from faults.zookeeper import ZkSessionExpiry, expiry_words
 
@@ -369,6 +373,7 @@ def _bounce(signal: str, target: Selector | None, p: BounceParams) -> BaseFault:
 STOPPED, BOUNCED, FROZEN, CUT, DISK = "#fdb863", "#f4a582", "#b2abd2", "#92c5de", "#a6dba0"
 TOXIC, CONTROLLER, ZOOKEEPER_FAMILY, ROLLING = "#c7eae5", "#c2a5cf", "#dfc27d", "#e6f5d0"
 PROTOCOL = "#fddbc7"
+MIRROR = "#bebada"
 
 KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("kill", "SIGKILL the target's container; heal starts it again", NoParams,
@@ -447,6 +452,13 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
                   isr_timeout_s=p.isr_timeout_s),
               needs={ZOOKEEPER_MODE}, self_healing=True, words=migration_words,
               colour=ZOOKEEPER_FAMILY, on_secured=TOOLS_OVER_PLAINTEXT),
+    # MirrorMaker 2 of a mirrored run (workload.mirror; the builder refuses them without)
+    FaultKind("mm2-kill", "SIGKILL MirrorMaker 2 (workload.mirror); heal starts it again",
+              NoParams, NONE, lambda s, p: ProcessFault(MIRROR_MAKER, PROCESS_KILL),
+              words=process_words, colour=MIRROR),
+    FaultKind("mm2-pause", "freeze MirrorMaker 2 (docker pause; workload.mirror); heal "
+              "unpauses", NoParams, NONE, lambda s, p: ProcessFault(MIRROR_MAKER, PROCESS_PAUSE),
+              words=process_words, colour=MIRROR),
     # The user's own commands reach any cluster: the one kind an external cluster allows.
     FaultKind("exec", "the user's own shell commands (inject, heal), templated per target node; "
               "any cluster, external ones too", ExecParams, OPTIONAL, build_exec,
@@ -524,16 +536,27 @@ def parse_params(kind: str, params: dict | None, where: str) -> BaseModel:
         raise _params_error(fk, e, where) from None
 
 
+# The kinds whose selector may name another of the run's clusters (`cluster: target`):
+# those acting on a node's container alone, wherever it runs.
+ON_ANY_CLUSTER = frozenset({"kill", "terminate", "bounce", "bounce-hard", "pause", "sigstop"})
+CLUSTERS = ("source", "target")          # a mirrored run's (families/mirror)
+MIRROR_KINDS = frozenset({"mm2-kill", "mm2-pause"})
+
+
 @dataclass(frozen=True)
 class ResolvedFault:
     """A fault of a scenario as parsed once: its kind, its target's selector and its
-    typed params; `build()` makes a fresh fault of it (one per injection)."""
+    typed params; `build()` makes a fresh fault of it (one per injection). `cluster`:
+    the run's cluster its selector names (`target`), None for the run's own."""
     kind: FaultKind
     selector: Selector | None
     params: BaseModel
+    cluster: str | None = None
 
     def build(self) -> BaseFault:
-        return self.kind.fault(self.selector, self.params)
+        fault = self.kind.fault(self.selector, self.params)
+        fault.cluster_name = self.cluster
+        return fault
 
     @property
     def needs(self) -> frozenset[Need]:
@@ -547,6 +570,7 @@ def resolve_fault(kind: str, target_spec: Any, params: dict | None, where: str,
     ClusterSpec it meets, when given) and parsed; SpecError naming the field if bad."""
     fk = kind_of(kind, where)
     model = parse_params(kind, params, where)
+    target_spec, on = split_cluster(fk, target_spec, where)
     if fk.target == NONE and target_spec is not None:
         raise SpecError(f"{where}.target", f"{fk.name} takes no target", "remove the target")
     if fk.target == REQUIRED and target_spec is None:
@@ -556,7 +580,33 @@ def resolve_fault(kind: str, target_spec: Any, params: dict | None, where: str,
     selector = parse_selector(spec, f"{where}.target") if spec is not None else None
     if fk.check is not None:
         fk.check(target_spec, model, where, cluster)
-    return ResolvedFault(fk, selector, model)
+    return ResolvedFault(fk, selector, model, on)
+
+
+def split_cluster(fk: FaultKind, target_spec: Any, where: str) -> tuple[Any, str | None]:
+    """(the selector without its `cluster` key, the cluster it names: None for the
+    run's own, `source`); SpecError naming `<where>.target.cluster` if bad."""
+    if not isinstance(target_spec, dict) or "cluster" not in target_spec:
+        return target_spec, None
+    rest = {k: v for k, v in target_spec.items() if k != "cluster"}
+    name, field = target_spec["cluster"], f"{where}.target.cluster"
+    if name not in CLUSTERS:
+        raise SpecError(field, f"{name!r} is not a cluster of the run",
+                        f"use one of {', '.join(CLUSTERS)}")
+    if not rest:
+        raise SpecError(f"{where}.target", "names a cluster but no nodes",
+                        "add a selector beside it, e.g. {random_broker: {}, cluster: target} "
+                        "or {leader_of: {topic: source.t, partition: 0}, cluster: target}")
+    if name == "target" and fk.name not in ON_ANY_CLUSTER:
+        raise SpecError(field, f"{fk.name} acts on the source cluster only",
+                        f"use one of {', '.join(sorted(ON_ANY_CLUSTER))} on the target, "
+                        "or cluster: source")
+    spec: Any = rest                 # more than one key: parse_selector says what is wrong
+    if len(rest) == 1:
+        (key, args), = rest.items()
+        if args in ({}, None) and key in BARE_SELECTORS:
+            spec = key               # {random_broker: {}, cluster: target}
+    return spec, (None if name == "source" else name)
 
 
 def make_fault(kind: str, target_spec: Any, params: dict | None, where: str) -> BaseFault:

@@ -26,7 +26,9 @@ def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
     """One DataFrame per table but DRIVER_TABLES; an absent optional table becomes an
     empty frame. `consumed` holds the run's cluster's rows; a mirrored run's rows read
     from the target (cluster = 'target') are `consumed_target`, the mirror family's
-    alone: a copy of a record in a mirrored topic is not the record read again."""
+    alone: a copy of a record in a mirrored topic is not the record read again. Likewise
+    `commits` holds the consumers' own commits, and MirrorMaker 2's checkpoints (rows
+    with a cluster) are `commits_mirror`."""
     frames = {}
     for table, tf in history.tables.items():
         if table in DRIVER_TABLES:
@@ -41,6 +43,9 @@ def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
     consumed = frames["consumed"]
     frames["consumed_target"] = consumed.where(F.col("cluster") == "target")
     frames["consumed"] = consumed.where(F.col("cluster").isNull() | (F.col("cluster") != "target"))
+    commits = frames["commits"]
+    frames["commits_mirror"] = commits.where(F.col("cluster").isNotNull())
+    frames["commits"] = commits.where(F.col("cluster").isNull())
     return frames
 
 

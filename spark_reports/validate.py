@@ -33,7 +33,8 @@ REQUIRED_TABLES = ("produced", "consumed")
 # that left unjudged).
 ADDED_LATER = {"consumed": ("poll_seq", "assignment", "leader_epoch", "source_record_id",
                             "key_count", "pipeline_instance", "pipeline_txn", "cluster"),
-               "produced": ("acked_by", "version", "tombstone")}
+               "produced": ("acked_by", "version", "tombstone"),
+               "commits": ("cluster",)}
 MAX_PROBLEMS = 20
 
 

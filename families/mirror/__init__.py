@@ -10,10 +10,13 @@ names (`source.<topic>`): the pipeline gives them to this family alone (the
 """
 from __future__ import annotations
 
+import json
+
 from families.base import Family, RunData
 from families.mirror.checker import mirror_params
 from families.mirror.kinds import KINDS
-from families.mirror.section import FACT_DOCS, facts
+from families.mirror.lag import lag_series
+from families.mirror.section import FACT_DOCS, FAILOVER_EVENT, facts, target_topic
 
 
 def _start(ctx, workload):
@@ -33,16 +36,55 @@ def mirror_metrics(events: list[dict]) -> dict:
             "target_topics": config.get("target_topics"),
             "caught_up": None if caught is None else caught.get("caught_up"),
             "waited_s": None if caught is None else caught.get("waited_s"),
-            "mm2_killed": bool((caught or {}).get("mm2_killed")),
-            "partitions_behind": [p for p in parts if not p.get("caught_up")]}
+            "mm2_killed": bool((caught or {}).get("mm2_killed")) or any(
+                e.get("kind") == "fault" and e.get("name") == "mm2-kill" for e in events),
+            "partitions_behind": [p for p in parts if not p.get("caught_up")],
+            "checkpoints": (caught or {}).get("checkpoints"),
+            "lag_per_second": lag_series(events),
+            "failover": _failover(events)}
+
+
+def _failover(events: list[dict]) -> dict | None:
+    """The failover's event (failover.py): where each group resumed on the target."""
+    for e in events:
+        if e.get("kind") == "client" and e.get("name") == FAILOVER_EVENT:
+            return json.loads(e.get("detail") or "{}")
+    return None
+
+
+def failover_words(f: dict | None) -> list[str]:
+    if not f:
+        return []
+    how = ("" if f.get("synced") else
+           " once MM2 had nothing newer to say (it checkpoints only a translation that moves "
+           f"on; not checkpointed: {'; '.join(f.get('waiting') or [])})" if f.get("settled") else
+           f" without MM2 having synced every last commit ({'; '.join(f.get('waiting') or [])})")
+    lines = [f"The consumer groups failed over to the target after {f.get('waited_s')} s{how}:"]
+    for g, d in sorted((f.get("groups") or {}).items()):
+        target = d.get("target") or {}
+        pairs = ", ".join(f"{tp}:{o} → {target_topic('')}{tp}:{target.get(target_topic(tp), 'none')}"
+                          for tp, o in sorted((d.get("source") or {}).items()))
+        lines.append(f"group {g}: last source commit → where it resumed on the target: "
+                     f"{pairs or 'no commit'}; it read {d.get('read')} records there.")
+    return lines
+
+
 
 
 def _metrics(data: RunData) -> dict:
     m = mirror_metrics(data.events)
     behind = len(m.get("partitions_behind") or [])
+    lags = [r["lag"] for r in m.get("lag_per_second") or []]
     return {"summary": {"mirror": m},
             "counts": {"mirror_partitions_behind": behind,
-                       "mirror_catch_up_s": m.get("waited_s") or 0}}
+                       "mirror_catch_up_s": m.get("waited_s") or 0,
+                       "max_mirror_lag": max(lags, default=0)}}
+
+
+def _series(summary) -> list[tuple]:
+    rows = (summary.get("mirror") or {}).get("lag_per_second") or []
+    return [("MirrorMaker 2 replication lag (source end − target end)", "records", rows,
+             ("lag",))] if rows else []
 
 
 def _words(summary: dict) -> list[str]:
@@ -57,8 +99,16 @@ def _words(summary: dict) -> list[str]:
             f"caught up after {m['waited_s']} s" if m["caught_up"] else
             f"{len(m['partitions_behind'])} source partitions not caught up after "
             f"{m['waited_s']} s (their records are not judged as lost)")
+    lags = m.get("lag_per_second") or []
+    peak = max(lags, key=lambda r: r["lag"], default=None)
+    lag = ("" if peak is None else
+           f" Replication lag, sampled every second during the load: at most {peak['lag']} "
+           f"records (median {sorted(r['lag'] for r in lags)[len(lags) // 2]}).")
+    checkpoints = ("" if m.get("checkpoints") is None else
+                   f" It emitted {m['checkpoints']} checkpoints of the source's groups.")
     return [f"MirrorMaker 2 {m['target_version']} ({mode}) from Kafka {m['source_version']} "
-            f"to {m['target_version']}: {topics}; {wait}."]
+            f"to {m['target_version']}: {topics}; {wait}.{lag}{checkpoints}",
+            *failover_words(m.get("failover"))]
 
 
 FAMILY = Family(
@@ -66,4 +116,5 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: getattr(workload, "mirror", None) is not None,
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
-    counts=("mirror_partitions_behind", "mirror_catch_up_s"), before_load=True)
+    counts=("mirror_partitions_behind", "mirror_catch_up_s", "max_mirror_lag"), series=_series,
+    before_load=True)

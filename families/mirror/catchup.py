@@ -38,7 +38,10 @@ def parse_offset_record(key: bytes | None, value: bytes | None) -> tuple[tuple[s
 def _consumer(bootstrap: str, isolation: str) -> Consumer:
     return Consumer({"bootstrap.servers": bootstrap, "group.id": f"harness-mm2-{uuid.uuid4().hex[:8]}",
                      "enable.auto.commit": False, "isolation.level": isolation,
-                     "auto.offset.reset": "earliest", "log_level": 0})
+                     "auto.offset.reset": "earliest", "log_level": 0,
+                     # the end of a partition said: a read_committed read whose log ends
+                     # in a transaction marker (never delivered) knows it is done
+                     "enable.partition.eof": True})
 
 
 def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int], tuple[int, int]]:
@@ -54,12 +57,12 @@ def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[tuple[str, int]
         c.close()
 
 
-def committed_offsets(bootstrap: str, topic: str, isolation: str,
-                      timeout_s: float = 20.0) -> dict[tuple[str, int], int]:
-    """MM2's last committed source offset per (topic, partition): its offsets topic on
-    the target read whole, the last record per key winning."""
+def read_whole(bootstrap: str, topic: str, isolation: str,
+               timeout_s: float = 20.0) -> list[tuple[int, int, int, bytes | None, bytes | None]]:
+    """Every record of `topic` from its log start to its end offset now, as (partition,
+    offset, timestamp ms, key, value); bounded by timeout_s (what was read by then)."""
     c = _consumer(bootstrap, isolation)
-    out: dict[tuple[str, int], int] = {}
+    out: list[tuple[int, int, int, bytes | None, bytes | None]] = []
     try:
         md = c.list_topics(topic, timeout=10).topics.get(topic)
         if md is None or md.error is not None:
@@ -74,16 +77,26 @@ def committed_offsets(bootstrap: str, topic: str, isolation: str,
                 if m.error() is not None and m.error().code() != KafkaError._PARTITION_EOF:
                     continue
                 if m.error() is None:
-                    parsed = parse_offset_record(m.key(), m.value())
-                    if parsed is not None and parsed[1] is None:
-                        out.pop(parsed[0], None)          # a tombstone: offsets reset
-                    elif parsed is not None:
-                        out[parsed[0]] = parsed[1]
+                    out.append((m.partition(), m.offset(), m.timestamp()[1], m.key(), m.value()))
                 if m.offset() >= ends[m.partition()][1] - 1:
                     todo.discard(m.partition())
         return out
     finally:
         c.close()
+
+
+def committed_offsets(bootstrap: str, topic: str, isolation: str,
+                      timeout_s: float = 20.0) -> dict[tuple[str, int], int]:
+    """MM2's last committed source offset per (topic, partition): its offsets topic on
+    the target read whole, the last record per key winning."""
+    out: dict[tuple[str, int], int] = {}
+    for _, _, _, key, value in read_whole(bootstrap, topic, isolation, timeout_s):
+        parsed = parse_offset_record(key, value)
+        if parsed is not None and parsed[1] is None:
+            out.pop(parsed[0], None)          # a tombstone: offsets reset
+        elif parsed is not None:
+            out[parsed[0]] = parsed[1]
+    return out
 
 
 def partition_rows(ends: dict[tuple[str, int], tuple[int, int]],

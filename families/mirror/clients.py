@@ -23,15 +23,21 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import time
 
 from clusters.docker_cluster import DockerCluster
 from core.context import RunContext
 from core.errors import HarnessError
-from families.mirror.catchup import CatchUpWait
+from core.history import HistoryWriter
+from families.mirror.catchup import CatchUpWait, read_whole
+from families.mirror.checkpoints import checkpoints_topic, commit_rows, parse_checkpoint
+from families.mirror.failover import Failover
 from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
+from families.mirror.lag import LagSampler
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
-from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, TARGET, target_topic
+from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
+from faults.sidecar import MIRROR_MAKER
 from workloads.drain import drain as drain_topics
 from workloads.spec import DrainSpec
 
@@ -42,9 +48,15 @@ FINALIZER = "mirror-stop"
 class MirrorWorkloads:
     def __init__(self, ctx: RunContext, workload):       # a families.workload.Workload
         self.ctx, self.spec = ctx, workload.mirror
+        self.ready_timeout_s = workload.warmup_timeout_s
+        mirrored = set(self.spec.mirrored)
+        # the scenario's groups reading mirrored topics: those that fail over
+        self.groups = {g.group_id: set(g.topics) & mirrored for g in workload.consumers
+                       if set(g.topics) & mirrored}
         self.target: DockerCluster | None = None
         self.mm2: MirrorMaker | None = None
         self.kill: MirrorMakerKill | None = None
+        self.lag: LagSampler | None = None
         self._topics_seen = False
 
     @property
@@ -67,14 +79,33 @@ class MirrorWorkloads:
                         exactly_once=spec.exactly_once, isolation=self.isolation,
                         target_topics={t: target_topic(t) for t in spec.mirrored},
                         container=self.mm2.name, properties=props)
+        self._wait_until_copying()
         return self
+
+    def _wait_until_copying(self) -> None:
+        """Until MM2 has created the mirrored topics (it copies from then on), at most the
+        warm-up's timeout: entered before the producers (before_load), so the load and
+        the fault timeline both begin with a mirror that copies. (Seen without it: MM2
+        took 29 s to create them on a loaded machine; the producers had sent their
+        25 s of records before the warm-up ended, and the faults hit an idle mirror.)"""
+        deadline = time.monotonic() + self.ready_timeout_s
+        while self.not_ready() and time.monotonic() < deadline:
+            time.sleep(1.0)
 
     def __exit__(self, *exc) -> None:
         self.ctx.finalizers.run(FINALIZER)
 
+    def fault_clusters(self) -> dict:
+        """The clusters beside the run's that a fault may act on (`cluster: target`)."""
+        return {TARGET: self.target} if self.target is not None else {}
+
+    def fault_processes(self) -> dict:
+        """The processes a fault may stop (mm2-kill, mm2-pause: faults/sidecar.py)."""
+        return {MIRROR_MAKER: self.mm2} if self.mm2 is not None else {}
+
     def check(self) -> None:
-        if self.kill is not None and self.kill.down:
-            return                                   # killed on purpose: back in down_s
+        if (self.kill is not None and self.kill.down) or (self.mm2 is not None and self.mm2.held):
+            return                                   # down on purpose: a heal starts it
         if self.mm2 is not None and self.mm2.status() in ("exited", "dead", "removed"):
             tail = "\n".join(self.mm2.logs().splitlines()[-20:])
             raise HarnessError(f"MirrorMaker 2 ({self.mm2.name}) stopped on its own:\n{tail}")
@@ -90,6 +121,10 @@ class MirrorWorkloads:
         except Exception:  # noqa: BLE001 - the target busy: ask again next time
             have = set()
         self._topics_seen = want <= have
+        if self._topics_seen and self.lag is None:
+            self.lag = LagSampler(self.ctx.bootstrap, self.target.bootstrap_servers(),
+                                  {t: target_topic(t) for t in self.spec.mirrored},
+                                  self.ctx.events).start()
         if self._topics_seen and self.spec.kill is not None and self.kill is None:
             # at_s counts from here: MM2 copies from now on, however long it took to start
             self.kill = MirrorMakerKill(self.mm2, self.spec.kill, self.ctx.events).start()
@@ -103,14 +138,20 @@ class MirrorWorkloads:
         """Wait for MM2 to catch up (bounded), read the target's mirrored topics whole,
         then remove MM2 and the target."""
         ctx, spec = self.ctx, self.spec
+        if self.lag is not None:
+            self.lag.stop()                   # the load has ended: the catch-up measures on
         if self.kill is not None:
             self.kill.cancel(restart=True)    # not played by now: not played (the event says)
         wait = CatchUpWait(ctx.bootstrap, self.target.bootstrap_servers(), spec.mirrored,
                            offsets_topic(), self.isolation, spec.catch_up_timeout_s)
         caught_up = wait.run()
+        if spec.failover and self.groups:
+            self._failover()        # first: it waits for MM2 to checkpoint the last commits
+        checkpoints = self._record_checkpoints()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,
-                        mm2_killed=self.kill is not None and self.kill.killed)
+                        mm2_killed=self.kill is not None and self.kill.killed,
+                        checkpoints=checkpoints)
         if not caught_up:
             log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
                         wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
@@ -130,10 +171,37 @@ class MirrorWorkloads:
                          "waited_s": wait.waited_s, "records": result.records,
                          **({"incomplete": incomplete[:10]} if incomplete else {})}}
 
+    def _failover(self) -> None:
+        """The groups fail over to the target (failover.py); the event says how."""
+        ctx, spec = self.ctx, self.spec
+        failover = Failover(ctx, ctx.bootstrap, self.target.bootstrap_servers(), self.groups,
+                            {t: target_topic(t) for t in spec.mirrored}, self.isolation,
+                            spec.catch_up_timeout_s, spec.emit_checkpoints_interval_s).run()
+        ctx.events.emit("client", FAILOVER_EVENT, "mm2", **failover)
+
+    def _record_checkpoints(self) -> int:
+        """MM2's checkpoints of the mirrored topics (every translation it emitted during
+        the run), read from the target whole, as `commits` rows (checkpoints.py)."""
+        sources = {target_topic(t): t for t in self.spec.mirrored}
+        records = read_whole(self.target.bootstrap_servers(), checkpoints_topic(), self.isolation)
+        n = 0
+        with HistoryWriter(self.ctx.run_dir, "commits", self.ctx.run_id,
+                           writer_name="mm2-checkpoints") as w:
+            for partition, offset, ts_ms, key, value in records:
+                c = parse_checkpoint(key, value)
+                if c is None or c.topic not in sources:
+                    continue
+                w.extend(commit_rows(c, sources[c.topic], (partition, offset), ts_ms * 1000))
+                n += 1
+        log.info("mirror drain: %d checkpoints of %s recorded", n, checkpoints_topic())
+        return n
+
     def _remove(self) -> None:
         """MM2's log and container, then the target's logs and the target; each step
         runs even when one before failed."""
         logs = self.ctx.run_dir / "logs"
+        if self.lag is not None:
+            self.lag.stop()
         if self.kill is not None:
             self.kill.cancel(restart=False)
         try:

@@ -19,6 +19,37 @@ def duplicate_words(r: dict, run) -> str:
             f"({', '.join(r.get('target_offsets') or [])}), {r['source_copies']} on the source.")
 
 
+def _n(n) -> str:
+    return f"{n:,}".replace(",", "\u2009")       # thin spaces: 10 412, as the report writes
+
+
+def _resume(r: dict, run) -> str:
+    commit = f"{r['topic']}-{r['partition']}:{_n(r['committed_offset'])}"
+    at = f"{r['target_topic']}-{r['partition']}:{_n(r['translated_offset'])}"
+    if str(r.get("checkpoint") or "").startswith("failover:"):
+        return (f"group {r['group_id']} failing over at {run.at(r.get('explain_at_us'))} "
+                f"resumed on the target at {at} (its offset there, synced by MirrorMaker 2; "
+                f"its last source commit {commit})")
+    return (f"group {r['group_id']} on the target would resume at {at} (MirrorMaker 2's "
+            f"checkpoint at {run.at(r.get('explain_at_us'))} of its source commit {commit})")
+
+
+def skip_words(r: dict, run) -> str:
+    n = r["checkpoint_records"]
+    return (f"{_resume(r, run)}; {_n(n)} record{'s' if n != 1 else ''} between its source "
+            f"commit and that offset would be skipped, among them {r['record_id']} at "
+            f"{r['topic']}-{r['partition']}:{_n(r['offset'])}, copied to "
+            f"{r['target_topic']}-{r['partition']}:{_n(r['target_offset'])}.")
+
+
+def rewind_words(r: dict, run) -> str:
+    n = r["checkpoint_records"]
+    return (f"{_resume(r, run)}; {_n(n)} record{'s' if n != 1 else ''} it had consumed "
+            f"before that commit would be read again, among them {r['record_id']} at "
+            f"{r['topic']}-{r['partition']}:{_n(r['offset'])}, copied to "
+            f"{r['target_topic']}-{r['partition']}:{_n(r['target_offset'])}.")
+
+
 KINDS: tuple[Kind, ...] = (
     Kind("mirror_lost", rows.mirror_lost, distinct("record_id"),
          "an acked source record (read by the source's drain, on a partition MirrorMaker 2 "
@@ -31,4 +62,17 @@ KINDS: tuple[Kind, ...] = (
          "records of {tp} were copied to the target more than once",
          "mirror_duplicate == 0 when mirror_exactly_once", mark=("#e377c2", "^"),
          row_words=duplicate_words),
+    Kind("translation_skip", rows.translation_skip,
+         distinct("group_id", "topic", "partition", "offset"),
+         "a record after a group's committed source offset that lies before its translated "
+         "target offset (MirrorMaker 2's checkpoint): a consumer failing over would skip it",
+         "records of {tp} would be skipped by {group} failing over to the target",
+         "translation_skip == 0", mark=("#17becf", "<"), row_words=skip_words),
+    Kind("translation_rewind", rows.translation_rewind,
+         distinct("group_id", "topic", "partition", "offset"),
+         "a record before a group's committed source offset that lies at or after its "
+         "translated target offset: a consumer failing over reads it again (counted: "
+         "Kafka documents translated offsets as possibly behind)",
+         "records of {tp} would be read again by {group} failing over to the target",
+         bad=False, row_words=rewind_words),
 )

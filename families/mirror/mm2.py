@@ -93,6 +93,9 @@ class MirrorMaker:
         self.heap_mb = heap_mb
         self.name = f"kh-{run_id}-mm2-{uuid.uuid4().hex[:4]}"
         self.container = None
+        # down or frozen on purpose (the section's kill, an mm2-kill or mm2-pause fault):
+        # the family's health check lets it be
+        self.held = False
 
     def start(self, props: dict[str, str], source_network: str, target_network: str) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
@@ -123,12 +126,22 @@ class MirrorMaker:
             return "removed"
 
     def kill(self) -> None:
+        self.held = True
         self.container.kill(signal="SIGKILL")
 
     def restart(self) -> None:
         """The same container started again: the same configuration, its offsets and
         configs in the target's internal topics, as an operator's restart would."""
         self.container.start()
+        self.held = False
+
+    def pause(self) -> None:
+        self.held = True
+        self.container.pause()
+
+    def unpause(self) -> None:
+        self.container.unpause()
+        self.held = False
 
     def logs(self) -> str:
         return self.container.logs().decode(errors="replace") if self.container else ""

@@ -14,6 +14,10 @@ scenario's topics from the run's cluster (the source) to a second cluster (the t
       sync_group_offsets: true      # the group offset sync to the target
       heap_mb: 256                  # MirrorMaker 2's JVM
       catch_up_timeout_s: 120       # the drain's bound on its wait for MM2 to catch up
+      failover: false               # at the drain, the scenario's consumer groups fail over
+                                    # to the target: where MM2's group offset sync puts each
+                                    # is recorded beside its last source commit, and the
+                                    # group reads the target from there (failover.py)
       kill: {at_s: 8, down_s: 5}    # MM2 killed (SIGKILL) at_s after it has created the
                                     # mirrored topics (it copies from then on), started
                                     # again down_s later (default: never)
@@ -44,6 +48,7 @@ EXACTLY_ONCE_SINCE = (3, 5)
 # the family's events: its configuration (when MM2 starts) and the drain's catch-up wait
 CONFIG_EVENT = "mirror-config"
 CAUGHT_UP_EVENT = "mirror-caught-up"
+FAILOVER_EVENT = "mirror-failover"
 KILL_EVENT, RESTART_EVENT = "mirror-mm2-killed", "mirror-mm2-restarted"
 
 
@@ -96,6 +101,7 @@ class MirrorSpec(BaseModel):
     heap_mb: int = Field(256, ge=128, le=2048)
     catch_up_timeout_s: float = Field(120.0, gt=0)
     kill: MirrorKill | None = None
+    failover: bool = False
     # resolved by the builder: the source's exact version
     source_version: str = ""
 

@@ -58,6 +58,13 @@ def arm(run: Run, detail: dict) -> None:
     # the topic `share_coordinator_of: {group: g}` means when it names none
     faults.context.share_group_topics = {g.group_id: list(g.topics)
                                          for g in run.scenario.workload.share_groups}
+    # what the families run beside the cluster that a fault may act on: another cluster
+    # (a mirror's target: a selector's `cluster: target`), a process (MirrorMaker 2)
+    for clients in run.clients.values():
+        for name, cluster in getattr(clients, "fault_clusters", dict)().items():
+            faults.context.others[name] = context_for(cluster, run.ctx.events,
+                                                      rng=run.ctx.rng(f"faults-{name}"))
+        faults.context.processes.update(getattr(clients, "fault_processes", dict)())
     run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
     run.faults = faults
 

@@ -19,12 +19,12 @@ from clusters.spec import ZOOKEEPER, ClusterSpec, validate_topic
 from clusters.versions import CONSUMER_PROTOCOL, resolve_version
 from core.errors import SpecError
 from families.compacted.section import check_compacted, compacted, topic_configs
-from families.mirror.section import check_mirror, mirror
+from families.mirror.section import check_mirror, mirror, target_topic
 from families.pipelines.section import check_client, check_pipelines, pipeline
 from families.records.section import JavaConsumerSpec, JavaProducerSpec
 from families.shares.section import check_on_cluster, share_group
 from families.workload import Workload
-from faults.catalog import KINDS, PRESETS, needs_of_preset, resolve_fault
+from faults.catalog import KINDS, MIRROR_KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.needs import Need
 from faults.schedule import ScheduleSpec
 from faults.selectors import CLIENT_KINDS, selector_client_refs, selector_refs
@@ -511,6 +511,7 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
                                      workload.duration_s) for i, entry in enumerate(raws))
     for i, entry in enumerate(timeline):
         _check_clients(b, ("faults", "timeline", i, "target"), entry.target, workload)
+        _check_mirror_fault(b, ("faults", "timeline", i), entry, topics, workload)
     nemesis = _nemesis(b, cluster, topics, workload.duration_s)
     recovery = b.at(("faults",), lambda: Faults(
         **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
@@ -518,6 +519,25 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
         b.fail(("workload", "end_after_faults_s"), "the scenario has no faults to end after",
                "remove it (the load runs workload.duration_s), or add faults")
     return Faults(timeline=timeline, nemesis=nemesis, recovery_timeout_s=recovery)
+
+
+def _check_mirror_fault(b: Builder, path: tuple, entry, topics, workload: Workload) -> None:
+    """A fault on MirrorMaker 2 or on the mirror's target cluster (a selector's
+    `cluster: target`) needs workload.mirror; the topics a selector names on a cluster
+    are that cluster's (the target's: the mirrored `source.<topic>`)."""
+    on_target = entry.resolved is not None and entry.resolved.cluster == "target"
+    if workload.mirror is None and (on_target or entry.fault in MIRROR_KINDS):
+        b.fail((*path, "target", "cluster") if on_target else (*path, "fault"),
+               f"{entry.fault} {'on the target cluster ' if on_target else ''}needs a mirrored "
+               "run: this scenario has no workload.mirror",
+               "add workload.mirror (MirrorMaker 2 to a second cluster), or remove this fault")
+    if not (isinstance(entry.target, dict) and "cluster" in entry.target):
+        return
+    inner = {k: v for k, v in entry.target.items() if k != "cluster"}
+    if on_target:
+        topics = tuple(t.model_copy(update={"name": target_topic(t.name)})
+                       for t in topics if t.name in workload.mirror.mirrored)
+    _check_refs(b, (*path, "target"), selector_refs(inner), topics)
 
 
 def _check_clients(b: Builder, path: tuple, target: Any, workload: Workload) -> None:

@@ -52,6 +52,8 @@ VALID = {
     "controller-add": (None, {"timeout_s": 60}, "controller-add"),
     "controller-remove": (None, {"which": "leader"}, "controller-remove"),
     "exec": (LEADER, {"inject": "echo {node}", "heal": "echo {id}"}, "exec"),
+    "mm2-kill": (None, None, "mm2-kill"),
+    "mm2-pause": (None, {}, "mm2-pause"),
 }
 
 

@@ -141,6 +141,7 @@ COLOURS = {
     **{f"controller-{m}": "#c2a5cf" for m in (*FAILOVER_METHODS, "add", "remove")},
     "zk-session-expiry": "#dfc27d", "zk-migration": "#dfc27d",
     "rolling-restart": "#e6f5d0", "rolling-restart-hard": "#e6f5d0", "rolling-upgrade": "#e6f5d0",
+    "mm2-kill": "#bebada", "mm2-pause": "#bebada",
 }
 
 

@@ -10,6 +10,8 @@ import pytest
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
 from families.mirror.catchup import parse_offset_record, partition_rows
+from families.mirror.checkpoints import Checkpoint, commit_rows, encode_checkpoint, parse_checkpoint
+from families.mirror.failover import pair_rows, pending
 from families.mirror.mm2 import properties
 from families.mirror.section import check_mirror, exactly_once_refusal, mirror
 from workloads.spec import ProducerSpec
@@ -152,3 +154,83 @@ def test_a_kill_not_played_before_the_cancel_never_plays():
     k = MirrorMakerKill(mm2, MirrorKill(at_s=30, down_s=1), _Events()).start()
     k.cancel(restart=True)
     assert mm2.calls == [] and not k.killed
+
+
+def test_a_checkpoint_record_is_read_as_mm2_writes_it_and_garbage_is_not():
+    # Kafka's Checkpoint: key group, topic (INT16-length strings), partition (INT32);
+    # value version 0 (INT16), upstream, downstream (INT64), metadata (string)
+    key = b"\x00\x02g0" + b"\x00\x0dsource.orders" + b"\x00\x00\x00\x02"
+    value = b"\x00\x00" + (10412).to_bytes(8, "big") + (10094).to_bytes(8, "big") + b"\x00\x00"
+    c = parse_checkpoint(key, value)
+    assert c == Checkpoint("g0", "source.orders", 2, 10412, 10094)
+    assert encode_checkpoint(c) == (key, value)
+    assert parse_checkpoint(key, None) is None                         # a tombstone
+    assert parse_checkpoint(key, b"\x00\x01" + value[2:]) is None       # an unknown version
+    assert parse_checkpoint(b"\x00\x09g0", value) is None               # a length past the end
+    src, dst = commit_rows(c, "orders", (0, 17), 5)
+    assert (src["cluster"], src["topic"], src["offset"]) == ("source", "orders", 10412)
+    assert (dst["cluster"], dst["topic"], dst["offset"]) == ("target", "source.orders", 10094)
+    assert src["consumer"] == dst["consumer"] == "mm2-checkpoint:0:17"
+
+
+def test_the_failover_waits_for_the_last_commit_checkpointed_then_synced():
+    renamed = {"orders": "source.orders"}
+    source = {("orders", 0): 120, ("orders", 1): 99}
+    cps = {("g0", "source.orders", 0): (120, 118), ("g0", "source.orders", 1): (90, 88)}
+    target = {("source.orders", 0): 110, ("source.orders", 1): 88}
+    waiting = pending(source, cps, target, "g0", renamed)
+    assert waiting == ["g0 source.orders-0: target offset 110, checkpoint says 118",
+                       "g0 orders-1: commit 99 not checkpointed (last 90)"]
+    cps[("g0", "source.orders", 1)] = (99, 97)
+    target = {("source.orders", 0): 118, ("source.orders", 1): 97}
+    assert pending(source, cps, target, "g0", renamed) == []
+    rows = pair_rows("g0", source, {("source.orders", 0): 118}, renamed, 7)
+    assert [(r["cluster"], r["topic"], r["partition"], r["offset"]) for r in rows] == \
+        [("source", "orders", 0, 120), ("target", "source.orders", 0, 118)]  # no target offset: no pair
+    assert {r["consumer"] for r in rows} == {"failover:g0:orders:0"}
+
+
+def test_replication_lag_per_partition_and_per_second():
+    import json as _json
+
+    from families.mirror import _words, mirror_metrics
+    from families.mirror.lag import lag_rows, lag_series
+    renamed = {"orders": "source.orders"}
+    rows = lag_rows({("orders", 0): (0, 120), ("orders", 1): (0, 50)},
+                    {("source.orders", 0): (0, 100), ("source.orders", 1): (0, 52)}, renamed)
+    assert [(r["partition"], r["lag"]) for r in rows] == [(0, 20), (1, 0)]   # a duplicate: not below 0
+    events = [{"kind": "client", "name": "mirror-lag", "ts_us": s * 1_000_000 + 5,
+               "detail": _json.dumps({"partitions": [{"lag": lag}]})}
+              for s, lag in ((100, 3), (101, 40), (102, 0))]
+    events.append({"kind": "client", "name": "mirror-lag", "ts_us": 103_000_000,
+                   "detail": _json.dumps({"error": "KafkaError{_TIMED_OUT}"})})   # no lag of 0
+    assert lag_series(events) == [{"second": 100, "lag": 3}, {"second": 101, "lag": 40},
+                                  {"second": 102, "lag": 0}]
+    config = {"kind": "client", "name": "mirror-config", "ts_us": 0, "detail": _json.dumps(
+        {"source_version": "3.9.2", "target_version": "3.9.2", "exactly_once": False,
+         "target_topics": renamed})}
+    m = mirror_metrics([config, *events])
+    [line] = _words({"mirror": m})
+    assert "at most 40 records (median 3)" in line, line
+
+
+def test_a_translation_row_in_words_names_a_checkpoint_or_a_failover():
+    from families.mirror.kinds import rewind_words, skip_words
+
+    class Run:
+        def at(self, us):
+            return "+12.3 s"
+    row = {"group_id": "g0", "topic": "orders", "partition": 2, "offset": 10100,
+           "record_id": "p0-7", "target_topic": "source.orders", "target_offset": 10100,
+           "committed_offset": 10094, "translated_offset": 10412, "checkpoint": "mm2-checkpoint:0:3",
+           "checkpoint_records": 318, "explain_at_us": 1}
+    said = skip_words(row, Run())
+    assert said.startswith("group g0 on the target would resume at source.orders-2:10\u2009412 "
+                           "(MirrorMaker 2's checkpoint at +12.3 s of its source commit "
+                           "orders-2:10\u2009094); 318 records between its source commit and "
+                           "that offset would be skipped"), said
+    row.update(checkpoint="failover:g0:orders:2", committed_offset=10500, checkpoint_records=1)
+    said = rewind_words(row, Run())
+    assert said.startswith("group g0 failing over at +12.3 s resumed on the target at "
+                           "source.orders-2:10\u2009412"), said
+    assert "1 record it had consumed before that commit would be read again" in said

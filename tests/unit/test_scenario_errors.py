@@ -30,6 +30,12 @@ workload:
 
 FAULT = "faults:\n  timeline:\n    - {at: 5, fault: kill, target: random_broker, hold: 5}\n"
 
+
+
+def _timeline(entry: str) -> str:
+    return f"faults:\n  timeline:\n    - {entry}\n"
+
+
 # (name, document, the line the message must name, words the message must contain)
 SHARE = BASE.replace('"3.9"', '"4.3"') + "  share_groups:\n    - {group_id: q0, ack_mode: explicit}\n"
 # a pipeline from t (keyed) to out; its item is line 18
@@ -216,6 +222,23 @@ CASES = [
      ["workload.mirror.exactly_once", "boolean"]),
     ("mirror unknown field", MIRROR + "    exactly: true\n", 19,
      ["workload.mirror.exactly", "check its spelling"]),
+    ("mm2 fault without a mirror", BASE + _timeline("{at: 5, fault: mm2-kill, hold: 5}"), 18,
+     ["faults.timeline[0].fault", "no workload.mirror"]),
+    ("target-cluster fault without a mirror",
+     BASE + _timeline("{at: 5, fault: kill, target: {random_broker: {}, cluster: target}}"), 18,
+     ["faults.timeline[0].target.cluster", "no workload.mirror"]),
+    ("unknown cluster on a selector",
+     MIRROR + _timeline("{at: 5, fault: kill, target: {random_broker: {}, cluster: tgt}}"), 21,
+     ["faults.timeline[0].target.cluster", "use one of source, target"]),
+    ("a target selector naming a source topic", MIRROR + _timeline(
+        "{at: 5, fault: kill, target: {leader_of: {topic: t, partition: 0}, cluster: target}}"),
+     21, ["faults.timeline[0].target", "'t' is not among", "source.t"]),
+    ("a source-only fault on the target", MIRROR + _timeline(
+        "{at: 5, fault: disk-full, target: {random_broker: {}, cluster: target}}"), 21,
+     ["faults.timeline[0].target.cluster", "source cluster only"]),
+    ("an mm2 fault with a target", MIRROR + _timeline(
+        "{at: 5, fault: mm2-pause, target: random_broker}"), 21,
+     ["faults.timeline[0].target", "takes no target"]),
 ]
 
 
@@ -318,3 +341,14 @@ def test_toxiproxy_true_is_refused_naming_the_modes_it_could_mean(tmp_path, caps
     err = capsys.readouterr().err
     assert "cluster.toxiproxy" in err and ":5 " in err, err
     assert "client+replication" in err and "use one of off" not in err, err
+
+
+def test_faults_on_mm2_and_on_the_target_cluster_are_valid_in_a_mirrored_run(tmp_path, capsys):
+    doc = MIRROR + _timeline("{at: 5, fault: mm2-kill, hold: 5}") + (
+        "    - {at: 6, fault: pause, target: {leader_of: {topic: source.t, partition: 2}, "
+        "cluster: target}, hold: 2}\n"
+        "    - {at: 9, fault: kill, target: {random_broker: {}, cluster: source}, hold: 2}\n"
+        "    - {at: 12, fault: mm2-pause, hold: 2}\n")
+    assert main(["run", str(_write(tmp_path, doc)), "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "cluster: target" in out and "mm2-pause" in out, out

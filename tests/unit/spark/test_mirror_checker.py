@@ -130,3 +130,98 @@ def test_a_run_without_the_mirror_drain_judges_nothing(tmp_path, spark):
     h.close()
     done = _reconcile(tmp_path, spark, exactly_once=False)
     assert done.summary["anomalies"]["mirror_lost"] == 0
+
+
+def _checkpoint(h: History, n: int, group: str, partition: int, committed: int,
+                translated: int, topic: str = TOPIC, copy: str = COPY) -> None:
+    """MM2's checkpoint n as the mirror drain writes it: two commits rows, paired by
+    their consumer (families/mirror/checkpoints.py)."""
+    ts = h.tick()
+    for cluster, t, offset in (("source", topic, committed), ("target", copy, translated)):
+        h.w["commits"].append({"consumer": f"mm2-checkpoint:0:{n}", "group_id": group,
+                               "topic": t, "partition": partition, "offset": offset,
+                               "ok": True, "error": None, "ts_us": ts, "cluster": cluster})
+
+
+def _translations(tmp_path, skip: bool) -> None:
+    """orders-0 holds r0..r9 (the source's drain); the target holds r0..r8 at the same
+    offsets and r3 once more at 9 (MM2 copied it again); r9 never reached it."""
+    h = MirrorHistory(tmp_path)
+    rids = [h.produce(0, o) for o in range(10)]
+    for o, rid in enumerate(rids):
+        h.drain(TOPIC, 0, o, rid)
+    for o, rid in enumerate(rids[:9]):
+        h.copy(0, o, rid)
+    h.copy(0, 9, rids[3])
+    _checkpoint(h, 0, "g0", 0, committed=4, translated=4)    # exact: r3's second copy at 9 is re-read
+    _checkpoint(h, 1, "g0", 0, committed=8, translated=6)    # behind: r3, r6, r7 read again
+    if skip:
+        # ahead: r2 and r4 skipped; r3 not (a copy at 9), r9 not (never copied: mirror_lost)
+        _checkpoint(h, 2, "g1", 0, committed=2, translated=5)
+    # look-alike: a checkpoint of a topic not mirrored in this run
+    _checkpoint(h, 3, "g2", 0, committed=0, translated=100, topic="other", copy="source.other")
+    h.close()
+
+
+def test_translation_skip_and_rewind_found_per_checkpoint_and_no_look_alike(tmp_path, spark):
+    _translations(tmp_path, skip=True)
+    done = _reconcile(tmp_path, spark, exactly_once=False)
+    a = done.summary["anomalies"]
+    assert a["translation_skip"] == 2 and a["translation_rewind"] == 3, a
+    skips = sorted(_rows(tmp_path, "translation_skip"), key=lambda r: r["offset"])
+    assert [(r["group_id"], r["record_id"], r["offset"], r["target_offset"]) for r in skips] == \
+        [("g1", "p0-2", 2, 2), ("g1", "p0-4", 4, 4)]
+    assert {(r["committed_offset"], r["translated_offset"], r["checkpoint_records"])
+            for r in skips} == {(2, 5, 2)}
+    rewinds = {r["record_id"]: r for r in _rows(tmp_path, "translation_rewind")}
+    assert set(rewinds) == {"p0-3", "p0-6", "p0-7"}
+    assert rewinds["p0-3"]["checkpoints"] == 2 and rewinds["p0-3"]["translated_offset"] == 4
+    # r9; the checkpoints' source rows are not the group's own commits (no run consumer
+    # read orders: the records family would call 8 records skipped)
+    assert a["mirror_lost"] == 1 and a["skipped"] == 0, a
+    failures = " ".join(done.verdict.failures)
+    assert "translation_skip" in failures and "translation_rewind" not in failures
+    from families.mirror.kinds import skip_words
+
+    class Run:
+        def at(self, us):
+            return "+1.0 s"
+    said = skip_words(skips[0], Run())
+    assert said.startswith("group g1 on the target would resume at source.orders-0:5 "), said
+    assert "2 records between its source commit and that offset would be skipped" in said
+
+
+def test_translated_offsets_behind_are_counted_not_failed(tmp_path, spark):
+    _translations(tmp_path, skip=False)
+    done = _reconcile(tmp_path, spark, exactly_once=False)
+    a = done.summary["anomalies"]
+    assert a["translation_skip"] == 0 and a["translation_rewind"] == 3, a
+    assert "translation" not in " ".join(done.verdict.failures)
+
+
+def test_a_stored_run_without_the_commits_cluster_column_still_reads(tmp_path, spark):
+    """A history written before commits had `cluster`: its commits are the consumers'
+    own, and no translation is judged."""
+    import pyarrow as pa
+
+    from core.history import SCHEMAS
+    h = MirrorHistory(tmp_path)
+    rid = h.produce(0, 0)
+    h.drain(TOPIC, 0, 0, rid)
+    h.copy(0, 0, rid)
+    h.close()
+    old = pa.table({"run_id": ["cases"], "consumer": ["c0"], "group_id": ["g0"],
+                    "topic": [TOPIC], "partition": pa.array([0], pa.int32()),
+                    "offset": pa.array([1], pa.int64()), "ok": [True], "error": [None],
+                    "ts_us": pa.array([T0], pa.int64())},
+                   schema=pa.schema([f for f in SCHEMAS["commits"] if f.name != "cluster"]))
+    commits = tmp_path / "history" / "commits"
+    for f in commits.glob("*.parquet"):
+        f.unlink()
+    pq.write_table(old, commits / "old-0.parquet")
+    done = _reconcile(tmp_path, spark, exactly_once=False)
+    a = done.summary["anomalies"]
+    assert a["translation_skip"] == 0 and a["translation_rewind"] == 0, a
+    # the old commit is read as the group's own: it committed past p0-0, which no run
+    # consumer of g0 received
+    assert a["skipped"] == 1, a
