@@ -612,7 +612,8 @@ def _write_commits(out: Path, spec: SyntheticSpec, commits, C: int) -> None:
         "partition": pa.array(commits["part"], pa.int32()),
         "offset": pa.array(commits["off"], pa.int64()),
         "ok": [True] * k, "error": pa.nulls(k, pa.string()),
-        "ts_us": pa.array(commits["ts"], pa.int64())}, schema=SCHEMAS["commits"]),
+        "ts_us": pa.array(commits["ts"], pa.int64()),
+        "cluster": pa.nulls(k, pa.string())}, schema=SCHEMAS["commits"]),      # no mirror here
         out / "synthetic-000000.parquet")
 
 
