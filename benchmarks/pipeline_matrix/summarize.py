@@ -3,9 +3,10 @@
 
 Per cell: seeds passed / run; per seed (joined by " / ", in seed order): acked inputs,
 drained outputs (the output topic read read_committed at the end), transactions
-committed and aborted (the processor's own count: Kafka Streams does not tell its
-application, so "-"), processor kills, faults injected (of those planned), and the
-pipeline anomalies (pipeline_lost, pipeline_duplicate, state_gap, state_repeat).
+committed and aborted (the processor's own count; Kafka Streams: its commit-total
+metric, and "-" for aborts, which it does not report), processor kills, faults
+injected (of those planned) and whom they hit, and the pipeline anomalies
+(pipeline_lost, pipeline_duplicate, state_gap, state_repeat).
 
     /work/main/.venv/bin/python benchmarks/pipeline_matrix/summarize.py [results.tsv]
 """
@@ -43,11 +44,14 @@ def run_row(run_dir: str) -> dict | None:
     return {"status": s["verdict"]["status"], "failures": s["verdict"].get("failures") or [],
             "reason": s["verdict"].get("reason"), "acked": s["counts"].get("acked"),
             "outputs": drained_outputs(d),
+            # Kafka Streams: its commit-total metric; it does not report aborts
             "txns": f"{pipe.get('committed', '-')}/{pipe.get('aborted', '-')}"
-            if pipe.get("begun") else "-",
+            if pipe.get("begun") else f"{pipe.get('committed', '-')}/-",
             "kills": pipe.get("kills", 0),
             "faults": f"{sum(1 for f in faults if not f.get('error'))}/{len(faults)}",
-            "targets": ",".join(t for f in faults for t in (f.get("targets") or [])) or "-",
+            # whom each fault hit: its nodes, or a toxic's proxies (a broker's client link)
+            "targets": ",".join(t for f in faults for t in (f.get("targets") or [])
+                                or (f.get("detail") or {}).get("proxies") or ["?"]) or "-",
             "anomalies": " ".join(str(a.get(k, "-")) for k in KINDS),
             "deaths": s["counts"].get("workload_deaths", 0)}
 
@@ -66,17 +70,22 @@ def joined(runs, key: str) -> str:
     return " / ".join(str(r[key]) if r else "?" for _s, _rc, _d, r in runs)
 
 
+def faults_and_targets(runs) -> str:
+    return " / ".join(f"{r['faults']}: {r['targets']}" if r else "?" for *_x, r in runs)
+
+
 def main(path: str) -> None:
     table = cells(path)
     print("| fault | processor | version | passed / runs | acked inputs | drained outputs "
-          "| txns committed/aborted | processor kills | faults injected | lost dup gap repeat |")
+          "| txns committed/aborted | processor kills | faults injected: targets "
+          "| lost dup gap repeat |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for name, runs in table.items():
         fault, processor, version = name.split(" ")
         passed = sum(1 for *_x, r in runs if r and r["status"] == "passed")
         print(f"| {fault} | {processor} | {version} | {passed} / {len(runs)} | {joined(runs, 'acked')} "
               f"| {joined(runs, 'outputs')} | {joined(runs, 'txns')} | {joined(runs, 'kills')} "
-              f"| {joined(runs, 'faults')} | {joined(runs, 'anomalies')} |")
+              f"| {faults_and_targets(runs)} | {joined(runs, 'anomalies')} |")
     bad = [(name, seed, rc, d, r) for name, runs in table.items() for seed, rc, d, r in runs
            if not r or r["status"] != "passed"]
     if bad:
