@@ -153,6 +153,60 @@ def find_coordinator(bootstrap: str, key: str, key_type: int, timeout_s: float =
         time.sleep(0.25)
 
 
+# -- ListTransactions: the transactional ids a broker coordinates ------------------------
+# For a client that chooses its own transactional.id (Kafka Streams:
+# <application.id>-<processId>-<thread>): the harness learns the ids from the brokers.
+# ListTransactions (KIP-664, Kafka 3.0+) v0, flexible: each broker answers for the
+# transactional ids whose coordinator it is.
+LIST_TXN_API_KEY, LIST_TXN_VERSION = 66, 0
+
+
+def encode_list_transactions(correlation_id: int) -> bytes:
+    """ListTransactions v0: no state filter, no producer id filter, no tags."""
+    return frame_v2(LIST_TXN_API_KEY, LIST_TXN_VERSION, b"\x01\x01\x00", correlation_id)
+
+
+def decode_list_transactions(payload: bytes, correlation_id: int) -> tuple[int, list[tuple[str, int, str]]]:
+    """(error_code, [(transactional_id, producer_id, state)]) of a v0 response: header v1,
+    ThrottleTimeMs, ErrorCode, UnknownStateFilters[], TransactionStates[], tags."""
+    r = FlexReader(payload)
+    cid = r.take(">i")
+    if cid != correlation_id:
+        raise CoordinatorError(f"ListTransactions answer for request {cid}, expected {correlation_id}")
+    r.skip_tags()
+    r.take(">i")                                    # throttle time
+    error = r.take(">h")
+    for _ in range(max(0, r.count())):              # unknown state filters (we sent none)
+        r.string()
+    states = []
+    for _ in range(max(0, r.count())):
+        txn_id, producer_id, state = r.string() or "", r.take(">q"), r.string() or ""
+        r.skip_tags()
+        states.append((txn_id, producer_id, state))
+    return error, states
+
+
+def list_transactions(bootstrap: str, timeout_s: float = 3.0,
+                      security: WireSecurity | None = None) -> tuple[list[str], list[str]]:
+    """The transactional ids the brokers of `bootstrap` coordinate (each broker asked
+    once), sorted, and the brokers that did not answer ("address: why")."""
+    ids: set[str] = set()
+    missing = []
+    for n, address in enumerate(a.strip() for a in bootstrap.split(",") if a.strip()):
+        host, _, port = address.rpartition(":")
+        try:
+            with connect(host, int(port), timeout_s, security) as sock:
+                error, states = decode_list_transactions(
+                    exchange(sock, encode_list_transactions(n + 1)), n + 1)
+        except (OSError, struct.error, IndexError, CoordinatorError) as e:
+            missing.append(f"{address}: {type(e).__name__}: {e}")
+            continue
+        if error:
+            missing.append(f"{address}: error {ERROR_NAMES.get(error, error)}")
+        ids.update(t for t, _pid, _state in states)
+    return sorted(ids), missing
+
+
 # -- where a share-partition's state lives, computed as the broker does -------------------
 
 def share_key(group: str, topic_id: str, partition: int) -> str:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from clusters.api import Cluster, Node
-from clusters.coordinator import find_coordinator
+from clusters.coordinator import find_coordinator, list_transactions
 from clusters.kafka_wire import WireSecurity
 from clusters.topic_metadata import TopicInfo, describe_topics
 from core.history import EventLog, now_us
@@ -65,6 +65,13 @@ class FaultContext:
     # Each transactional producer's transactional.id, by producer name (the run fills
     # it in when its workloads start): what `txn_coordinator_of` asks about.
     transactional_ids: dict[str, str] = field(default_factory=dict)
+    # A client that chooses its own transactional.ids (a Kafka Streams pipeline's
+    # instance slot): slot -> (the ids' prefix, the slot's number); `txn_coordinator_of`
+    # takes the number-th (sorted) id of that prefix the brokers list (ListTransactions).
+    transactional_id_prefixes: dict[str, tuple[str, int]] = field(default_factory=dict)
+    # ListTransactions over the brokers as () -> (sorted ids, brokers not answering); None:
+    # ask the cluster's brokers (clusters.coordinator). Tests put a fake answer here.
+    transactions_lookup: Callable[[], tuple[list[str], list[str]]] | None = None
     # FindCoordinator as (key, key_type) -> broker id; None: ask the cluster's brokers
     # (clusters.coordinator). Tests put a fake answer here.
     coordinator_lookup: Callable[[str, int], int] | None = None
@@ -108,6 +115,14 @@ class FaultContext:
         security = WireSecurity.from_client_config(self.cluster.client_config())
         return find_coordinator(self.cluster.bootstrap_servers(), key, key_type,
                                 timeout_s=self.leader_wait_s, security=security).node_id
+
+    def listed_transactional_ids(self) -> tuple[list[str], list[str]]:
+        """The transactional ids the brokers coordinate now, sorted, and the brokers that
+        did not answer (ListTransactions, each broker once)."""
+        if self.transactions_lookup is not None:
+            return self.transactions_lookup()
+        security = WireSecurity.from_client_config(self.cluster.client_config())
+        return list_transactions(self.cluster.bootstrap_servers(), security=security)
 
     def topic_metadata(self, topics: list[str]) -> dict[str, TopicInfo]:
         """Each topic's id and partition leaders, now (Metadata v12, any broker)."""

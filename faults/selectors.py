@@ -207,11 +207,28 @@ def txn_coordinator_of(producer: str) -> Selector:
     leaders stay fast, or the other way round."""
     def select(ctx: FaultContext) -> list[Node]:
         txn_id = ctx.transactional_ids.get(producer)
+        if txn_id is None and producer in ctx.transactional_id_prefixes:
+            txn_id = _listed_txn_id(ctx, producer, *ctx.transactional_id_prefixes[producer])
         if txn_id is None:
+            known = sorted(ctx.transactional_ids) + sorted(ctx.transactional_id_prefixes)
             raise SelectorError(f"producer {producer!r} has no transactional.id in this run "
-                                f"(transactional: {sorted(ctx.transactional_ids) or 'none'})")
+                                f"(transactional: {known or 'none'})")
+        ctx.note_selection(transactional_id=txn_id)
         return _coordinator(ctx, txn_id, TRANSACTION)
     return _named(select, f"txn_coordinator_of({producer!r})")
+
+
+def _listed_txn_id(ctx: FaultContext, slot: str, prefix: str, number: int) -> str:
+    """The number-th (sorted, modulo how many) transactional id starting with `prefix`
+    that the brokers list now: a Kafka Streams instance's, whose id (<application.id>-
+    <processId>-<thread>) the harness does not choose, so which instance it is is not
+    known; the fault's detail names the id."""
+    ids, missing = ctx.listed_transactional_ids()
+    ours = [t for t in ids if t.startswith(prefix)]
+    if not ours:
+        raise SelectorError(f"no broker lists a transactional id starting {prefix!r} for "
+                            f"{slot!r} (not answering: {missing or 'none'})")
+    return ours[number % len(ours)]
 
 
 def group_coordinator_of(group: str) -> Selector:

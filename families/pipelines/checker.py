@@ -16,12 +16,17 @@ consumed.pipeline_instance and pipeline_txn). A lost input has no output: its ro
 the instance that last received it (`instance`, `read_at_us`, from the processors' own
 `run` rows) and what became of that instance next (`instance_then`: a transaction
 aborted, fenced, killed, died; `txn` the transaction that event names). Every row's
-`txn_coordinator` says the transaction coordinator is not observed: the observer
-follows the scenario's topics, not `__transaction_state`.
+`txn_coordinator` names the transaction coordinator where the run found it: a
+`txn_coordinator_of` fault on the row's instance slot (FindCoordinator for the slot's
+transactional.id when the fault was injected: which broker, which fault); otherwise,
+and between such faults, it is not observed: the observer follows the scenario's
+topics, not `__transaction_state`.
 """
 from __future__ import annotations
 
 import json
+import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 from pyspark.sql import DataFrame, Window
@@ -38,6 +43,33 @@ FATE_EVENTS = ("pipeline-txn-aborted", "pipeline-fenced", "pipeline-rebuild",
                "pipeline-instance-kill", "pipeline-instance-close", "workload-died")
 TXN_COORDINATOR = ("not observed (the observer follows the scenario's topics' leaders, "
                    "not __transaction_state's)")
+
+
+TXN_SELECTOR = re.compile(r"txn_coordinator_of\('([^']+)'\)")
+
+
+def coordinators_found(events: list[dict]) -> dict[str, str]:
+    """instance slot -> the transaction coordinators the run's `txn_coordinator_of`
+    faults found for it (each fault's event names the transactional id it asked
+    FindCoordinator about, and its target the broker). librdkafka's and Java's
+    processors use <run id>-<slot>; a Kafka Streams slot's id is the application's
+    slot-th listed one, not known to be that instance's, and is said so."""
+    found = defaultdict(list)
+    for e in events:
+        if e.get("kind") != "fault":
+            continue
+        d = json.loads(e.get("detail") or "{}")
+        m = TXN_SELECTOR.fullmatch(d.get("selector") or "")
+        txn_id = d.get("transactional_id")
+        if not (m and txn_id):
+            continue
+        slot = m.group(1)
+        whose = "" if txn_id.endswith(f"-{slot}") else \
+            " (a transactional id of the Streams application, not known to be this instance's)"
+        found[slot].append(f"{e.get('target')} when {d.get('label') or e.get('name')} was "
+                           f"injected (ts_us {e.get('ts_us')}; FindCoordinator for "
+                           f"{txn_id}{whose})")
+    return {slot: "; ".join(texts) + "; otherwise not observed" for slot, texts in found.items()}
 
 
 @dataclass(frozen=True)
@@ -80,6 +112,9 @@ class PipelineFrames:
                                 F.col("key").alias("output_key"), "key_count",
                                 F.col("pipeline_instance").alias("instance"),
                                 F.col("pipeline_txn").alias("txn")))
+        self.coordinators = spark.createDataFrame(
+            sorted(coordinators_found(x.events).items()),
+            "coordinator_slot string, txn_coordinator_found string")
         self.inputs = (x.views.records.where(F.col("producer").isNotNull())
                        .join(F.broadcast(self.pipes.select("pipeline", "processing",
                                                            F.col("input_topic").alias("topic"),
@@ -93,8 +128,18 @@ class PipelineFrames:
                           & (rows["source_record_id"] == inputs["record_id"]), "left")
                 .select(*[inputs[c] for c in INPUT_COLS], *[rows[c] for c in rows.columns
                                                              if c not in INPUT_COLS],
-                        inputs["ack_ts_us"].alias("explain_at_us"),
-                        F.lit(TXN_COORDINATOR).alias("txn_coordinator")))
+                        inputs["ack_ts_us"].alias("explain_at_us"))
+                .transform(self.with_coordinator))
+
+    def with_coordinator(self, rows: DataFrame) -> DataFrame:
+        """`txn_coordinator`: what the run found of the coordinator of the row's
+        instance's transactions (its slot: the instance's name before a restart's .n)."""
+        found = F.broadcast(self.coordinators)
+        slot = F.regexp_extract(rows["instance"], r"^([^.]+)", 1)
+        return (rows.join(found, slot == found["coordinator_slot"], "left")
+                .withColumn("txn_coordinator", F.coalesce(F.col("txn_coordinator_found"),
+                                                          F.lit(TXN_COORDINATOR)))
+                .drop("coordinator_slot", "txn_coordinator_found"))
 
     def reads(self, x: Inputs) -> DataFrame:
         """(pipeline, record_id) -> the instance that last received the input (its
@@ -155,8 +200,7 @@ def pipeline_lost(x: Inputs) -> DataFrame:
     rows = after.select(*lost.columns, F.col("next.fate_txn").alias("txn"),
                         F.col("next.fate").alias("instance_then"),
                         F.col("next.fate_ts_us").alias("instance_then_us"),
-                        F.col("ack_ts_us").alias("explain_at_us"),
-                        F.lit(TXN_COORDINATOR).alias("txn_coordinator"))
+                        F.col("ack_ts_us").alias("explain_at_us")).transform(s.with_coordinator)
     return rows if s.params else rows.limit(0)
 
 

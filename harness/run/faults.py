@@ -55,6 +55,7 @@ def arm(run: Run, detail: dict) -> None:
     # what `txn_coordinator_of: {producer: p0}` asks FindCoordinator about
     faults.context.transactional_ids = {p.spec.name: p.txn_id for p in run.load.producers
                                         if p.txn_id}
+    _pipeline_transactional_ids(run, faults.context)
     # the topic `share_coordinator_of: {group: g}` means when it names none
     faults.context.share_group_topics = {g.group_id: list(g.topics)
                                          for g in run.scenario.workload.share_groups}
@@ -67,6 +68,22 @@ def arm(run: Run, detail: dict) -> None:
         faults.context.processes.update(getattr(clients, "fault_processes", dict)())
     run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
     run.faults = faults
+
+
+def _pipeline_transactional_ids(run: Run, context) -> None:
+    """An exactly-once pipeline's instance slots are transactional producers too, named
+    by `txn_coordinator_of: {producer: <slot>}`: librdkafka's and Java's processors use
+    <run id>-<slot> (families/pipelines/clients.py settings_of); Kafka Streams chooses
+    its own, <application.id (the pipeline's group)>-<processId>-<thread>, found at
+    injection among the ids the brokers list."""
+    for p in run.scenario.workload.pipelines:
+        if p.processing != "exactly_once":
+            continue
+        for i, slot in enumerate(p.instance_names):
+            if p.client == "streams":
+                context.transactional_id_prefixes[slot] = (f"{p.group}-", i)
+            else:
+                context.transactional_ids[slot] = f"{run.ctx.run_id}-{slot}"
 
 
 # -- the phases ------------------------------------------------------------------------

@@ -543,7 +543,10 @@ def _check_mirror_fault(b: Builder, path: tuple, entry, topics, workload: Worklo
 def _check_clients(b: Builder, path: tuple, target: Any, workload: Workload) -> None:
     """A coordinator selector names a transactional producer, a consumer group or a
     share group of the workload (faults.selectors.selector_client_refs)."""
-    names = {"transactional producer": [p.name for p in workload.producers if p.transactions is not None],
+    # an exactly-once pipeline's instance slots (pl0i0 …) are transactional producers too
+    names = {"transactional producer": [p.name for p in workload.producers if p.transactions is not None]
+             + [slot for p in workload.pipelines if p.processing == "exactly_once"
+                for slot in p.instance_names],
              "consumer group": [c.group_id for c in workload.consumers]
              + [p.group for p in workload.pipelines],
              "share group": [g.group_id for g in workload.share_groups]}

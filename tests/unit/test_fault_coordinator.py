@@ -351,3 +351,80 @@ def test_share_coordinator_of_arguments_are_checked_and_named():
     assert sel.CLIENT_KINDS["share_coordinator_of"] == "share group"
     assert sel.selector_refs(spec) == [("orders", 2)]
     assert sel.selector_refs({"share_coordinator_of": {"group": "orders-2"}}) == []
+
+
+# -- ListTransactions (a Streams pipeline's transactional ids) ---------------------------
+
+def _list_txn_response(cid: int, error: int, states: list[tuple[str, int, str]]) -> bytes:
+    """A ListTransactions v0 response as Kafka writes it (header v1, flexible body)."""
+    body = struct.pack(">i", cid) + b"\x00" + struct.pack(">ih", 0, error) + b"\x01"
+    body += fc.uvarint(len(states) + 1)
+    for txn_id, pid, state in states:
+        body += fc.compact_string(txn_id) + struct.pack(">q", pid) + fc.compact_string(state) + b"\x00"
+    return body + b"\x00"
+
+
+class FakeListBroker:
+    """Answers one ListTransactions v0 request with canned states; keeps the request."""
+
+    def __init__(self, states, error=0):
+        self.states, self.error, self.asked = states, error, []
+        self.server = socket.create_server(("127.0.0.1", 0))
+        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        conn, _ = self.server.accept()
+        with conn:
+            size = struct.unpack(">i", conn.recv(4))[0]
+            req = b""
+            while len(req) < size:
+                req += conn.recv(size - len(req))
+            api, version, cid = struct.unpack_from(">hhi", req, 0)
+            self.asked.append((api, version, req[-3:]))
+            body = _list_txn_response(cid, self.error, self.states)
+            conn.sendall(struct.pack(">i", len(body)) + body)
+
+    def close(self):
+        self.server.close()
+
+
+def test_list_transactions_asks_every_broker_v0_unfiltered_and_merges_their_ids():
+    a = FakeListBroker([("pl0-b9-1", 7, "Ongoing"), ("run-p0", 3, "Empty")])
+    b = FakeListBroker([("pl0-a1-1", 8, "CompleteCommit")], error=0)
+    dead = socket.create_server(("127.0.0.1", 0))
+    dead_address = f"127.0.0.1:{dead.getsockname()[1]}"
+    dead.close()
+    try:
+        ids, missing = fc.list_transactions(f"{a.address},{b.address},{dead_address}", timeout_s=2)
+    finally:
+        a.close()
+        b.close()
+    assert ids == ["pl0-a1-1", "pl0-b9-1", "run-p0"]
+    assert len(missing) == 1 and missing[0].startswith(dead_address)
+    # api 66 v0; no state filter, no producer id filter (empty compact arrays), no tags
+    assert a.asked == [(66, 0, b"\x01\x01\x00")]
+
+
+def test_a_refusing_broker_is_named_among_the_missing():
+    a = FakeListBroker([], error=31)                 # CLUSTER_AUTHORIZATION_FAILED
+    try:
+        ids, missing = fc.list_transactions(a.address, timeout_s=2)
+    finally:
+        a.close()
+    assert ids == [] and missing == [f"{a.address}: error CLUSTER_AUTHORIZATION_FAILED"]
+
+
+def test_txn_coordinator_of_a_streams_slot_takes_its_numbered_listed_id(ctx):
+    ctx.transactional_id_prefixes = {"pl0i0": ("pl0-", 0), "pl0i1": ("pl0-", 1)}
+    ctx.transactions_lookup = lambda: (["other-x", "pl0-a-1", "pl0-b-1"], [])
+    asked = []
+    ctx.coordinator_lookup = lambda key, kind: asked.append((key, kind)) or 2
+    assert [n.name for n in sel.txn_coordinator_of("pl0i1")(ctx)] == ["kafka-2"]
+    assert asked == [("pl0-b-1", fc.TRANSACTION)]
+    ctx.transactions_lookup = lambda: (["pl0-a-1"], ["10.0.0.3:9092: down"])
+    sel.txn_coordinator_of("pl0i1")(ctx)            # one id listed: slot 1 takes it too
+    assert asked[-1] == ("pl0-a-1", fc.TRANSACTION)
+    ctx.transactions_lookup = lambda: (["other-x"], ["10.0.0.3:9092: down"])
+    with pytest.raises(sel.SelectorError, match=r"no broker lists a transactional id starting 'pl0-'.*down"):
+        sel.txn_coordinator_of("pl0i0")(ctx)

@@ -42,6 +42,9 @@ SHARE = BASE.replace('"3.9"', '"4.3"') + "  share_groups:\n    - {group_id: q0, 
 PIPE = (BASE.replace("    - {name: p0, topic: t}", "    - {name: p0, topic: t, keys: fixed}")
         .replace("workload:", "  - {name: out, partitions: 3, replication_factor: 3}\nworkload:")
         + "  pipelines:\n    - {input_topic: t, output_topic: out}\n")
+# a fault on the transaction coordinator of the pipeline's instance pl0i0; its item is line 21
+PIPE_TXN_COORD = ("faults:\n  timeline:\n"
+                  "    - {at: 5, fault: kill, target: {txn_coordinator_of: {producer: pl0i0}}, hold: 5}\n")
 # a compacted writer on st; the topic is line 10, the item line 18
 COMPACT = (BASE.replace("workload:", "  - {name: st, partitions: 3, replication_factor: 3}\nworkload:")
            + "  compacted:\n    - {topic: st, keys: 50}\n")
@@ -192,6 +195,9 @@ CASES = [
         "output_topic: out}", "output_topic: out, client: java, "
         "client_config: {isolation.level: read_uncommitted}}"),
      18, ["pipelines[0].client_config.isolation.level", "set by the processor"]),
+    ("txn coordinator of an at-least-once pipeline's instance", PIPE.replace(
+        "output_topic: out}", "output_topic: out, processing: at_least_once}") + PIPE_TXN_COORD, 21,
+     ["faults.timeline[0].target", "producer 'pl0i0' is not a transactional producer"]),
     ("pipeline output is its input", PIPE.replace("output_topic: out", "output_topic: t"), 18,
      ["pipelines[0].output_topic", "is the input topic"]),
     ("pipeline unknown output topic", PIPE.replace("output_topic: out", "output_topic: outs"), 18,
@@ -302,6 +308,12 @@ def test_the_mirror_document_is_valid(tmp_path, capsys):
 
 def test_the_pipeline_document_is_valid(tmp_path):
     assert main(["run", str(_write(tmp_path, PIPE)), "--dry-run"]) == 0
+
+
+@pytest.mark.parametrize("client", ["librdkafka", "java", "streams"])
+def test_an_exactly_once_pipelines_instances_are_transactional_producers(tmp_path, capsys, client):
+    text = PIPE.replace("output_topic: out}", f"output_topic: out, client: {client}}}") + PIPE_TXN_COORD
+    assert main(["run", str(_write(tmp_path, text)), "--dry-run"]) == 0, capsys.readouterr().err
 
 
 @pytest.mark.parametrize("extra", ["", "  clients_version: '3.6'\n"])

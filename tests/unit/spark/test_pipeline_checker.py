@@ -211,8 +211,9 @@ def test_a_pipeline_whose_instances_wrote_no_stats_has_no_stat_keys():
 
 def test_rows_name_the_instance_and_transaction(tmp_path, spark):
     """An output row names the instance and transaction its value carries; a lost input
-    the instance that last received it and what became of that instance; every row
-    says the transaction coordinator is not observed."""
+    the instance that last received it and what became of that instance; a row says
+    which broker coordinated its instance's transactions where a fault found it, and
+    otherwise that the coordinator is not observed."""
     h = PipeHistory(tmp_path)
     h.config("pl0", "in", "out", "exactly_once")
     h.inputs("in", "p0", 4, keys=1)
@@ -230,6 +231,10 @@ def test_rows_name_the_instance_and_transaction(tmp_path, spark):
     h.read("pl0i0", "in", "p0-3", 3, T0 + 24 * S)
     h.event("client", "pipeline-fenced", T0 + 25 * S, "pl0i0",
             json.dumps({"pipeline": "pl0", "txn": 2, "error": "_FENCED"}))
+    # a fault found pl0i0's transaction coordinator (kafka-2); pl0i1's was never asked
+    h.event("fault", "sigstop", T0 + 19 * S, "kafka-2", json.dumps(
+        {"label": "timeline[0] sigstop", "selector": "txn_coordinator_of('pl0i0')",
+         "transactional_id": "run-7-pl0i0", "node_ids": [2]}))
     h.close()
     done = _reconcile(tmp_path, spark)
     assert done.summary["anomalies"]["pipeline_lost"] == 2
@@ -238,7 +243,10 @@ def test_rows_name_the_instance_and_transaction(tmp_path, spark):
             for r in lost] == [
         ("p0-2", "pl0i1", T0 + 22 * S, "pipeline-instance-kill", None),
         ("p0-3", "pl0i0", T0 + 24 * S, "pipeline-fenced", 2)]
-    assert all(r["txn_coordinator"].startswith("not observed") for r in lost)
+    assert lost[0]["txn_coordinator"].startswith("not observed")         # pl0i1
+    assert lost[1]["txn_coordinator"].startswith(                        # pl0i0
+        f"kafka-2 when timeline[0] sigstop was injected (ts_us {T0 + 19 * S}; FindCoordinator "
+        "for run-7-pl0i0)"), lost[1]["txn_coordinator"]
     assert lost[0]["fault_id"] == "none"                     # the explainer's columns too
     dup = _rows(tmp_path, "pipeline_duplicate")
     assert sorted((r["output_offset"], r["instance"], r["txn"]) for r in dup) == [
@@ -246,6 +254,8 @@ def test_rows_name_the_instance_and_transaction(tmp_path, spark):
     rep = _rows(tmp_path, "state_repeat")
     assert [(r["instance"], r["txn"], r["previous_count"]) for r in rep] == [("pl0i1", 5, 2)]
     assert rep[0]["txn_coordinator"].startswith("not observed")
+    assert [r["txn_coordinator"].split(" ")[0] for r in sorted(dup, key=lambda r: r["instance"])] \
+        == ["kafka-2", "not"]                                  # pl0i0's row, pl0i1's
 
 
 EOS = {"pipelines": True, "pipeline_exactly_once": True}
