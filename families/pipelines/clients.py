@@ -24,7 +24,7 @@ from confluent_kafka import Consumer, TopicPartition
 from core.context import RunContext
 from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
-from families.pipelines.section import PipelineSpec
+from families.pipelines.section import PipelineSpec, transactional_id_of
 from workloads.connection import connection_only
 from workloads.java_pipeline import JavaProcessor
 from workloads.java_streams import StreamsProcessor
@@ -39,7 +39,7 @@ def settings_of(p: PipelineSpec, slot: str, ctx: RunContext) -> ProcessorSetting
     return ProcessorSettings(
         pipeline=p.name, group_id=p.group, input_topic=p.input_topic,
         output_topic=p.output_topic, processing=p.processing, keyed=p.state == "per_key_count",
-        transactional_id=f"{ctx.run_id}-{slot}", records_per_txn=p.records_per_txn,
+        transactional_id=transactional_id_of(ctx.run_id, slot), records_per_txn=p.records_per_txn,
         commit_interval_ms=p.commit_interval_ms, transaction_timeout_ms=p.transaction_timeout_ms,
         session_timeout_ms=p.session_timeout_ms, output_size=p.output_size,
         restore_timeout_s=max(60.0, 3 * p.transaction_timeout_ms / 1000),

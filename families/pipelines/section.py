@@ -184,3 +184,10 @@ def facts(w) -> dict[str, bool | None]:
     return {"pipelines": bool(pipes),
             "pipeline_exactly_once": all(p.processing == "exactly_once" for p in pipes)
             if pipes else None}
+
+
+def transactional_id_of(run_id: str, slot: str) -> str:
+    """The transactional.id of an exactly-once instance slot of librdkafka's or Java's
+    processor (its replacements keep it, to fence the one they replace); Kafka Streams
+    chooses its own."""
+    return f"{run_id}-{slot}"

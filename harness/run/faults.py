@@ -11,6 +11,7 @@ from __future__ import annotations
 import time
 
 from core.context import RunContext
+from families.pipelines.section import transactional_id_of
 from faults.base import wait_full_isr
 from faults.context import context_for
 from faults.healall import heal_all, leftovers
@@ -73,7 +74,7 @@ def arm(run: Run, detail: dict) -> None:
 def _pipeline_transactional_ids(run: Run, context) -> None:
     """An exactly-once pipeline's instance slots are transactional producers too, named
     by `txn_coordinator_of: {producer: <slot>}`: librdkafka's and Java's processors use
-    <run id>-<slot> (families/pipelines/clients.py settings_of); Kafka Streams chooses
+    the family's transactional_id_of; Kafka Streams chooses
     its own, <application.id (the pipeline's group)>-<processId>-<thread>, found at
     injection among the ids the brokers list."""
     for p in run.scenario.workload.pipelines:
@@ -83,7 +84,7 @@ def _pipeline_transactional_ids(run: Run, context) -> None:
             if p.client == "streams":
                 context.transactional_id_prefixes[slot] = (f"{p.group}-", i)
             else:
-                context.transactional_ids[slot] = f"{run.ctx.run_id}-{slot}"
+                context.transactional_ids[slot] = transactional_id_of(run.ctx.run_id, slot)
 
 
 # -- the phases ------------------------------------------------------------------------
