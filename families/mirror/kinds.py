@@ -34,20 +34,19 @@ def _resume(r: dict, run) -> str:
             f"checkpoint at {run.at(r.get('explain_at_us'))} of its source commit {commit})")
 
 
-def skip_words(r: dict, run) -> str:
+def _translation_words(r: dict, run, which: str) -> str:
     n = r["checkpoint_records"]
-    return (f"{_resume(r, run)}; {_n(n)} record{'s' if n != 1 else ''} between its source "
-            f"commit and that offset would be skipped, among them {r['record_id']} at "
-            f"{r['topic']}-{r['partition']}:{_n(r['offset'])}, copied to "
+    return (f"{_resume(r, run)}; {_n(n)} record{'s' if n != 1 else ''} {which}, among them "
+            f"{r['record_id']} at {r['topic']}-{r['partition']}:{_n(r['offset'])}, copied to "
             f"{r['target_topic']}-{r['partition']}:{_n(r['target_offset'])}.")
+
+
+def skip_words(r: dict, run) -> str:
+    return _translation_words(r, run, "between its source commit and that offset would be skipped")
 
 
 def rewind_words(r: dict, run) -> str:
-    n = r["checkpoint_records"]
-    return (f"{_resume(r, run)}; {_n(n)} record{'s' if n != 1 else ''} it had consumed "
-            f"before that commit would be read again, among them {r['record_id']} at "
-            f"{r['topic']}-{r['partition']}:{_n(r['offset'])}, copied to "
-            f"{r['target_topic']}-{r['partition']}:{_n(r['target_offset'])}.")
+    return _translation_words(r, run, "it had consumed before that commit would be read again")
 
 
 KINDS: tuple[Kind, ...] = (
