@@ -123,15 +123,8 @@ class _Processor:
                      "delivery.timeout.ms": min(int(conf.get("delivery.timeout.ms", 120000)),
                                                 self.s.transaction_timeout_ms)})
         producer = Producer(conf)
-        deadline = time.monotonic() + self.s.restore_timeout_s
-        while True:
-            try:
-                producer.init_transactions(30)
-                return producer
-            except KafkaException as e:
-                if e.args[0].fatal() or not e.args[0].retriable() or time.monotonic() > deadline:
-                    raise
-                time.sleep(0.5)
+        call_again_if_retriable(lambda: producer.init_transactions(30), self.s.restore_timeout_s)
+        return producer
 
     # -- rebalances --------------------------------------------------------------
     def _on_assign(self, consumer, parts) -> None:
@@ -289,7 +282,10 @@ class _Processor:
         """Abort the open transaction, go back to the counts at its start and to the
         committed input offsets."""
         try:
-            self.producer.abort_transaction(30)
+            # librdkafka's word on a retriable abort error (a timeout while the
+            # coordinator moves): "retry call to resume"; dying here lost a run's inputs
+            call_again_if_retriable(lambda: self.producer.abort_transaction(30),
+                                    self.s.restore_timeout_s)
         except KafkaException as e:
             if e.args[0].fatal():
                 self.event("pipeline-fenced", error=e.args[0].name(), reason=e.args[0].str(),
@@ -342,6 +338,19 @@ class _Processor:
             self.consumed.close()
             self.commits.close()
             self.events.close()
+
+
+def call_again_if_retriable(call, within_s: float, pause_s: float = 0.5):
+    """`call()`, called again while it fails with an error librdkafka marks retriable and
+    not fatal (its transactional calls resume where they stopped), for at most `within_s`."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            return call()
+        except KafkaException as e:
+            if e.args[0].fatal() or not e.args[0].retriable() or time.monotonic() > deadline:
+                raise
+            time.sleep(pause_s)
 
 
 def _high_watermarks(c: Consumer, topic: str, partitions: list[int]) -> dict[int, int]:
