@@ -13,6 +13,15 @@ from faults import selectors as sel
 from faults.base import FaultContext
 
 
+def _read_request(conn) -> bytes:
+    """One size-prefixed Kafka request, as a fake broker reads it."""
+    size = struct.unpack(">i", conn.recv(4))[0]
+    req = b""
+    while len(req) < size:
+        req += conn.recv(size - len(req))
+    return req
+
+
 class FakeBroker:
     """Answers FindCoordinator v1 requests with canned (error, node_id) answers, in
     turn, and keeps what it was asked."""
@@ -29,10 +38,7 @@ class FakeBroker:
         while self.answers:
             conn, _ = self.server.accept()
             with conn:
-                size = struct.unpack(">i", conn.recv(4))[0]
-                req = b""
-                while len(req) < size:
-                    req += conn.recv(size - len(req))
+                req = _read_request(conn)
                 api, version, cid, n = struct.unpack_from(">hhih", req, 0)
                 at = 10 + n
                 (klen,) = struct.unpack_from(">h", req, at)
@@ -169,10 +175,7 @@ class FakeShareBroker:
         while self.answers:
             conn, _ = self.server.accept()
             with conn:
-                size = struct.unpack(">i", conn.recv(4))[0]
-                req = b""
-                while len(req) < size:
-                    req += conn.recv(size - len(req))
+                req = _read_request(conn)
                 api, version, cid, n = struct.unpack_from(">hhih", req, 0)
                 at = 10 + n + 1                                     # client id, header tags
                 key_type, count, klen = req[at], req[at + 1] - 1, req[at + 2] - 1
@@ -376,10 +379,7 @@ class FakeListBroker:
     def _serve(self):
         conn, _ = self.server.accept()
         with conn:
-            size = struct.unpack(">i", conn.recv(4))[0]
-            req = b""
-            while len(req) < size:
-                req += conn.recv(size - len(req))
+            req = _read_request(conn)
             api, version, cid = struct.unpack_from(">hhi", req, 0)
             self.asked.append((api, version, req[-3:]))
             body = _list_txn_response(cid, self.error, self.states)

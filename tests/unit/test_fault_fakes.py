@@ -247,3 +247,24 @@ def test_fake_iptables_behaves_like_iptables(tmp_path):
     assert node.exec(["sh", "-c", "iptables -w -D HARNESS -s 9.9.9.9 -j DROP"]).exit_code == 1
     out = textwrap.dedent(node.exec(["sh", "-c", "iptables -S HARNESS"]).output)
     assert "-A HARNESS -s 1.2.3.4 -j DROP" in out
+
+
+class FakeProcess:
+    """What faults.sidecar and the mirror family's kill thread ask of a process
+    (MirrorMaker 2's container in a run): each call, in order."""
+    name = "kh-run-mm2-ab12"
+
+    def __init__(self):
+        self.calls: list[str] = []
+
+    def kill(self):
+        self.calls.append("kill")
+
+    def restart(self):
+        self.calls.append("restart")
+
+    def pause(self):
+        self.calls.append("pause")
+
+    def unpause(self):
+        self.calls.append("unpause")

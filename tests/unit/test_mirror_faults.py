@@ -4,29 +4,11 @@ heal-all), and a fault on the target cluster acting through the target's context
 sharing the run's bookkeeping."""
 from __future__ import annotations
 
+from test_fault_fakes import FakeProcess as Process  # same dir: pytest puts it on sys.path
+
 from faults.base import FaultContext
 from faults.catalog import resolve_fault
 from faults.healall import heal_all
-
-
-class Process:
-    """What faults.sidecar asks of a process (MirrorMaker 2's container in a run)."""
-    name = "kh-run-mm2-ab12"
-
-    def __init__(self):
-        self.calls: list[str] = []
-
-    def kill(self):
-        self.calls.append("kill")
-
-    def restart(self):
-        self.calls.append("restart")
-
-    def pause(self):
-        self.calls.append("pause")
-
-    def unpause(self):
-        self.calls.append("unpause")
 
 
 def test_mm2_kill_and_pause_act_on_the_process_and_heal_it():

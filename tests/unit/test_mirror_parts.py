@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from test_fault_fakes import FakeProcess  # same dir: pytest puts it on sys.path
 
 from clusters.spec import ClusterSpec
 from core.errors import SpecError
@@ -99,20 +100,6 @@ def test_mirror_refuses_a_non_mapping():
         mirror(["orders"])
 
 
-class _FakeMM2:
-    """Stands in for the container only: what the kill thread asked of it, in order."""
-    name = "mm2"
-
-    def __init__(self):
-        self.calls: list[str] = []
-
-    def kill(self):
-        self.calls.append("kill")
-
-    def restart(self):
-        self.calls.append("restart")
-
-
 class _Events:
     def __init__(self):
         self.names: list[str] = []
@@ -126,7 +113,7 @@ def test_the_mm2_kill_kills_then_restarts_after_down_s():
 
     from families.mirror.kill import MirrorMakerKill
     from families.mirror.section import MirrorKill
-    mm2, events = _FakeMM2(), _Events()
+    mm2, events = FakeProcess(), _Events()
     k = MirrorMakerKill(mm2, MirrorKill(at_s=0.05, down_s=0.1), events).start()
     time.sleep(0.5)
     k.cancel(restart=True)
@@ -140,7 +127,7 @@ def test_a_cancel_while_mm2_is_down_restarts_it_only_when_asked():
     from families.mirror.kill import MirrorMakerKill
     from families.mirror.section import MirrorKill
     for restart, want in ((True, ["kill", "restart"]), (False, ["kill"])):
-        mm2 = _FakeMM2()
+        mm2 = FakeProcess()
         k = MirrorMakerKill(mm2, MirrorKill(at_s=0.0, down_s=30), _Events()).start()
         time.sleep(0.2)
         k.cancel(restart=restart)
@@ -150,7 +137,7 @@ def test_a_cancel_while_mm2_is_down_restarts_it_only_when_asked():
 def test_a_kill_not_played_before_the_cancel_never_plays():
     from families.mirror.kill import MirrorMakerKill
     from families.mirror.section import MirrorKill
-    mm2 = _FakeMM2()
+    mm2 = FakeProcess()
     k = MirrorMakerKill(mm2, MirrorKill(at_s=30, down_s=1), _Events()).start()
     k.cancel(restart=True)
     assert mm2.calls == [] and not k.killed
