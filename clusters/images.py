@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -319,12 +320,32 @@ def ensure_images(versions: list[str] | None = None, toxiproxy: bool = False,
     if built is not None:
         return built
     with _build_lock():
-        tags = {"base": ensure_base_image(force=force)}
+        tags = {"base": _base_while_fetching(wanted, toxiproxy, force)}
         for kv in wanted:
             tags[f"kafka-{kv.version}"] = ensure_kafka_image(kv, force=force)
         if toxiproxy:
             tags["toxiproxy"] = ensure_toxiproxy_image(force=force)
     return tags
+
+
+def _base_while_fetching(wanted: list[KafkaVersion], toxiproxy: bool, force: bool) -> str:
+    """The base image. When it is to be built (a fresh machine: debootstrap, a minute or
+    more), what the other images need and the base does not is fetched meanwhile: the
+    jars of each Kafka image to build (Maven Central; one Maven at a time, they share
+    ~/.m2) and the toxiproxy binary (Go module proxy). Measured on a fresh set-up,
+    benchmarks/RESULTS.md (issue 37)."""
+    if not force and _image_exists(base_image_tag()):
+        return base_image_tag()
+    versions = [kv for kv in wanted if force or not _image_exists(kafka_image_tag(kv))]
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        jars = pool.submit(lambda: [kafka_jars(kv) for kv in versions])
+        binary = pool.submit(toxiproxy_binary) if toxiproxy and (
+            force or not _image_exists(toxiproxy_image_tag())) else None
+        base = ensure_base_image(force=force)
+        jars.result()                   # raises what a fetch raised
+        if binary is not None:
+            binary.result()
+    return base
 
 
 def _all_built(wanted: list[KafkaVersion], toxiproxy: bool) -> dict[str, str] | None:
@@ -401,3 +422,21 @@ def images_table(rows: list[dict]) -> str:
         lines.append(f"{r['kind']:<10} {r['kafka_version'] or '-':<8} {r['size_mb']:>5} MB "
                      f"{_age_text(r['age_s']):>7}  {r['tag']}{stale}")
     return "\n".join(lines)
+
+
+# ---- python -m clusters.images -----------------------------------------------------------
+
+def main() -> int:
+    """`python -m clusters.images`: `harness images build` for the default versions,
+    with nothing but docker-py installed, so that scripts/setup.sh builds the images
+    while pip installs the rest (the harness CLI needs all of it)."""
+    try:
+        build_all()
+    except HarnessError as e:
+        print(f"harness images: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 import docker.errors
 
 from clusters.api import ExecResult
+from clusters.docker_env import freeze_container
 from core.errors import HarnessError
 
 if TYPE_CHECKING:
@@ -77,7 +78,7 @@ class DockerNode:
         self.start()
 
     def pause(self) -> None:
-        self.container.pause()
+        freeze_container(self.container)
 
     def unpause(self) -> None:
         if self.status() == "paused":

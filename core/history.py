@@ -25,6 +25,11 @@ import pyarrow.parquet as pq
 
 TABLES = ("produced", "consumed", "commits", "events", "share_deliveries")
 
+# Who read a record, and where it sits: the leading columns of every table a reader
+# writes (consumed, commits, share_deliveries), in this order.
+_READER = [("run_id", pa.string()), ("consumer", pa.string()), ("group_id", pa.string())]
+_POSITION = [("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64())]
+
 SCHEMAS: dict[str, pa.Schema] = {
     "produced": pa.schema([
         ("run_id", pa.string()),
@@ -50,13 +55,9 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("tombstone", pa.bool_()),
     ]),
     "consumed": pa.schema([
-        ("run_id", pa.string()),
-        ("consumer", pa.string()),
-        ("group_id", pa.string()),
+        *_READER,
         ("phase", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
+        *_POSITION,
         ("key", pa.string()),
         ("record_id", pa.string()),
         ("isolation", pa.string()),
@@ -77,12 +78,7 @@ SCHEMAS: dict[str, pa.Schema] = {
         ("cluster", pa.string()),
     ]),
     "commits": pa.schema([
-        ("run_id", pa.string()),
-        ("consumer", pa.string()),
-        ("group_id", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
+        *_READER, *_POSITION,
         ("ok", pa.bool_()),
         ("error", pa.string()),
         ("ts_us", pa.int64()),
@@ -102,12 +98,7 @@ SCHEMAS: dict[str, pa.Schema] = {
     # share groups (KIP-932): one row per record a share consumer handed to the
     # application, with what the member decided and what the broker answered
     "share_deliveries": pa.schema([
-        ("run_id", pa.string()),
-        ("consumer", pa.string()),
-        ("group_id", pa.string()),
-        ("topic", pa.string()),
-        ("partition", pa.int32()),
-        ("offset", pa.int64()),
+        *_READER, *_POSITION,
         ("record_id", pa.string()),
         ("delivery_count", pa.int32()),
         ("recv_ts_us", pa.int64()),

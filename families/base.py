@@ -85,6 +85,9 @@ class Family:
     metrics: Callable[["RunData"], dict] | None = None
     # the count names its metrics add, for expectations to name
     counts: tuple[str, ...] = ()
+    # its default expectations beside its kinds' own: that a run exercised what its kinds
+    # judge (a check that holds with nothing to hold for proves nothing)
+    defaults: tuple[str, ...] = ()
     # its plots over time, drawn with the fault bands: summary -> [(title, ylabel,
     # per-second rows {"second": s, key: n …}, keys)]
     series: Callable[[SummaryKeys], list[tuple[str, str, list[dict], tuple[str, ...]]]] = (

@@ -39,6 +39,7 @@ from faults.controller import METHODS as FAILOVER_METHODS
 from faults.controller import ControllerFailover, controller_words
 from faults.disk import DiskFull, UnwritableLogDir, disk_full_words, unwritable_words
 from faults.exec import ExecParams, build_exec, check_templates
+from faults.link import LinkLatency, LinkPartition, link_words
 from faults.migration import ZkMigration, migration_words
 from faults.needs import (
     DYNAMIC_QUORUM,
@@ -87,6 +88,17 @@ class BounceParams(Params):
     interval_s: float = Field(3, ge=0, description="seconds down, and up between rounds")
     reselect: bool = Field(True, description="pick the target again each round (follow the leader)")
     stop_timeout_s: float = Field(60, gt=0)
+
+
+class LinkPartitionParams(Params):
+    side: Literal["source", "target"] = Field(
+        "source", description="the cluster MirrorMaker 2 can no longer reach")
+
+
+class LinkLatencyParams(Params):
+    latency_ms: int = Field(300, ge=1, le=60_000, description="added each way, per request "
+                            "and per response, to MM2's traffic to the source")
+    jitter_ms: int = Field(0, ge=0, le=60_000)
 
 
 class PartitionParams(Params):
@@ -459,6 +471,15 @@ KINDS: dict[str, FaultKind] = {k.name: k for k in (
     FaultKind("mm2-pause", "freeze MirrorMaker 2 (docker pause; workload.mirror); heal "
               "unpauses", NoParams, NONE, lambda s, p: ProcessFault(MIRROR_MAKER, PROCESS_PAUSE),
               words=process_words, colour=MIRROR),
+    # the link between the clusters: MM2's traffic to one of them, nobody else's (faults/link.py)
+    FaultKind("link-partition", "cut MirrorMaker 2 off from the source or the target cluster "
+              "(iptables DROP in its network namespace; workload.mirror); heal removes the rules",
+              LinkPartitionParams, NONE, lambda s, p: LinkPartition(p.side), words=link_words,
+              colour=MIRROR),
+    FaultKind("link-latency", "delay MirrorMaker 2's traffic to the source (a latency toxic on "
+              "its own link proxy; workload.mirror.link_proxy); heal removes it",
+              LinkLatencyParams, NONE, lambda s, p: LinkLatency(p.latency_ms, p.jitter_ms),
+              words=link_words, colour=MIRROR),
     # The user's own commands reach any cluster: the one kind an external cluster allows.
     FaultKind("exec", "the user's own shell commands (inject, heal), templated per target node; "
               "any cluster, external ones too", ExecParams, OPTIONAL, build_exec,
@@ -540,7 +561,9 @@ def parse_params(kind: str, params: dict | None, where: str) -> BaseModel:
 # those acting on a node's container alone, wherever it runs.
 ON_ANY_CLUSTER = frozenset({"kill", "terminate", "bounce", "bounce-hard", "pause", "sigstop"})
 CLUSTERS = ("source", "target")          # a mirrored run's (families/mirror)
-MIRROR_KINDS = frozenset({"mm2-kill", "mm2-pause"})
+MIRROR_KINDS = frozenset({"mm2-kill", "mm2-pause", "link-partition", "link-latency"})
+# a mirror whose MM2 reaches the source through its own proxy (workload.mirror.link_proxy)
+LINK_PROXY_KINDS = frozenset({"link-latency"})
 
 
 @dataclass(frozen=True)

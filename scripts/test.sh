@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs ruff and the import contracts, then every test: unit tests in parallel (pytest-xdist), then the real-cluster
 # tests one at a time (they start Kafka containers; 2 cores fit one cluster).
-# Extra arguments go to both pytest runs (e.g. -k leader).
+# Extra arguments go to both pytest runs (e.g. -k leader). Tests marked `slow` (the stored runs
+# verified on the Connect server and in process: test_stored_runs.py covers those runs in CI)
+# run only when asked: .venv/bin/pytest -m slow tests/unit
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
@@ -14,7 +16,8 @@ fi
 .venv/bin/ruff check . || { echo "test: ruff found problems (.venv/bin/ruff check --fix .)" >&2; exit 1; }
 # The layers of the house (.importlinter): a package imports only those below it, no cycle.
 .venv/bin/lint-imports --no-cache || { echo "test: an import breaks the layers (.importlinter)" >&2; exit 1; }
-.venv/bin/pytest -q -n 2 -m "not cluster" tests/unit --junitxml=build/unit.xml "$@"
+# --durations: the unit run's slowest tests in CI's log, so its growth can be read there
+.venv/bin/pytest -q -n 2 -m "not cluster and not slow" tests/unit --durations=30 --junitxml=build/unit.xml "$@"
 unit=$?
 .venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 --durations=30 \
   --junitxml=build/integration.xml "$@"

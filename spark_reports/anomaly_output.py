@@ -27,12 +27,14 @@ from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass
+from functools import reduce
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from core.timeline import AFTER_HEAL_US, Timeline
@@ -86,13 +88,16 @@ class Explainer:
                      F.lit(f.end_us).alias("z"))
             for f in sorted(tl.injected, key=lambda f: f.start_us)]) if tl.injected else None
 
-    def __call__(self, df: DataFrame) -> DataFrame:
+    def __call__(self, df: DataFrame, columns: list[str] | None = None) -> DataFrame:
+        """df with the explanation columns; `columns`: df's, when known (on Spark
+        Connect, asking a new frame for them is a round trip)."""
+        columns = df.columns if columns is None else columns
         # the moment a row is about: its record's ack, or (a share delivery's rows)
         # the delivery, `explain_at_us`
-        ack = (F.col("explain_at_us") if "explain_at_us" in df.columns
-               else F.col("ack_ts_us") if "ack_ts_us" in df.columns else F.lit(None).cast("long"))
-        seen = F.coalesce(ack, F.col("first_recv_us")) if "first_recv_us" in df.columns else ack
-        acked_by = (F.col("acked_by") if "acked_by" in df.columns else F.lit(None)).cast("int")
+        ack = (F.col("explain_at_us") if "explain_at_us" in columns
+               else F.col("ack_ts_us") if "ack_ts_us" in columns else F.lit(None).cast("long"))
+        seen = F.coalesce(ack, F.col("first_recv_us")) if "first_recv_us" in columns else ack
+        acked_by = (F.col("acked_by") if "acked_by" in columns else F.lit(None)).cast("int")
         elected = F.lit(None).cast("int")
         if self.observations is not None:
             before = F.filter(self.observations, lambda o: (o["p"] == F.col("partition")) & (
@@ -108,7 +113,7 @@ class Explainer:
             owner = F.coalesce(F.when(F.size(owners) > 0, F.element_at(owners, -1)["id"]),
                                F.lit("none"))
         extra = []
-        if self.share_coordinators is not None and "group_id" in df.columns:
+        if self.share_coordinators is not None and "group_id" in columns:
             # a share group's rows: the broker persisting that share-partition's state then
             known = F.filter(self.share_coordinators, lambda o: (o["g"] == F.col("group_id")) & (
                 o["t"] == F.col("topic")) & (o["p"] == F.col("partition")) & (o["ts"] <= ack))
@@ -136,10 +141,11 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
     observed empty), written from their schema alone, with no Spark job."""
     out = AnomalyResult({}, defaultdict(dict), {}, {}, {})
     explain = Explainer(tl)
+    no_rows = _no_rows(explain, [frames[k.name] for k in kinds if k.name in empty])
     for k in kinds:
         kind = k.name
         df = explain(frames[kind])
-        rows = (_no_rows(df) if kind in empty else
+        rows = (no_rows.pop(0) if kind in empty else
                 df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow())
         if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
             rows = _write_from_driver(rows, loc, kind)
@@ -160,11 +166,29 @@ def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: T
     return out
 
 
-def _no_rows(df: DataFrame) -> pa.Table:
-    """df's columns and no rows, typed as toArrow() types them, without running it."""
-    large = df.sparkSession.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
-    return to_arrow_schema(df.schema, error_on_duplicated_field_names_in_struct=True,
-                           timezone="UTC", prefers_large_types=large).empty_table()
+def _no_rows(explain: Explainer, frames: list[DataFrame]) -> list[pa.Table]:
+    """Each frame's explained columns and no rows, typed as toArrow() types them,
+    without a job and in one analysis by Spark. On Spark Connect each analysis is a
+    round trip: one per empty kind took 0.25-0.6 s on a loaded machine (12 in a
+    passing run; benchmarks/RESULTS.md, issue 37). The explanation is applied to an
+    empty local relation with each frame's columns (their names, types and
+    nullability are all it reads; each frame's schema is asked once, here), each
+    becomes one struct column (a struct's fields keep their types and nullability),
+    and the frames are joined side by side."""
+    if not frames:
+        return []
+    spark = frames[0].sparkSession
+    probes = []
+    for i, raw in enumerate(frames):
+        schema = raw.schema
+        probe = explain(spark.createDataFrame([], schema), [f.name for f in schema])
+        probes.append(probe.select(F.struct(F.col("*")).alias(f"frame_{i}")))
+    side_by_side = reduce(lambda a, b: a.crossJoin(b), probes)
+    large = spark.conf.get("spark.sql.execution.arrow.useLargeVarTypes") == "true"
+    return [to_arrow_schema(T.StructType(list(f.dataType.fields)),
+                            error_on_duplicated_field_names_in_struct=True,
+                            timezone="UTC", prefers_large_types=large).empty_table()
+            for f in side_by_side.schema.fields]
 
 
 def count(rows: pa.Table, kind: Kind) -> int:

@@ -12,7 +12,8 @@ written once, by a training run:
   history, JDK 17, three pairs of runs: 154-170 CPU-s against 171-179; wall 82-84 s
   against 92-94 s in two pairs, 105 against 102 s in one with CPU steal.
 
-`python -m verifiers.class_archive` (run by scripts/setup.sh) writes it by
+`python -m verifiers.class_archive` (scripts/setup.sh with
+HARNESS_SETUP_CLASS_ARCHIVE=1 runs it; not by default, issue 37) writes it by
 verifying a small history with anomalies of most kinds, so that the training run
 loads what a real verify loads. Spark sessions then use it when it exists. A
 file the JVM cannot use (another JDK, another Spark, moved jars) is ignored by the

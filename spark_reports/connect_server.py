@@ -518,6 +518,13 @@ class _Supervisor:
         started = time.time()
         while not self.stopping and jvm.poll() is None:
             time.sleep(POLL_S)
+            current = read_state()
+            if current is None or current.jvm_pid != jvm.pid:
+                # nobody can find it any more (its state directory removed, or its state
+                # file replaced): it would only hold its memory until the idle timeout
+                print(f"[{time.strftime('%F %T')}] not in {_state_file()} any more: stopping",
+                      flush=True)
+                return
             if live_leases():
                 continue
             last = max(started, _mtime(state_dir() / "last_used"))

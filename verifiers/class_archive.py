@@ -1,7 +1,7 @@
 """`python -m verifiers.class_archive [--force]`: write the Spark driver's class
 archive (spark_reports/class_cache.py) by verifying a small history with an anomaly
 of most kinds, so that the training run loads the classes a real verify loads.
-scripts/setup.sh runs it once; the file is cached afterwards."""
+scripts/setup.sh runs it when HARNESS_SETUP_CLASS_ARCHIVE=1; the file is cached afterwards."""
 from __future__ import annotations
 
 import argparse

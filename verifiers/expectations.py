@@ -50,7 +50,7 @@ import yaml
 
 from core.errors import SpecError
 from families import COUNTS as FAMILY_COUNTS
-from families import FAMILIES, KINDS, NAMES
+from families import FAMILIES, NAMES
 from verifiers.facts import FACTS
 
 COUNTS = ("sent", "acked", "failed", "indeterminate", "consumed", "consumed_run",
@@ -149,8 +149,15 @@ NO_DEATHS = parse_expectation("workload_deaths == 0", "defaults")
 NO_FAULT_ERRORS = parse_expectation("fault_errors == 0", "defaults")
 NO_SHORTFALL = parse_expectation("load_shortfall == 0", "defaults")
 AS_PLANNED = (NO_DEATHS, NO_FAULT_ERRORS, NO_SHORTFALL)
-DEFAULTS: tuple[Expectation, ...] = (*(parse_expectation(s, "defaults")
-                                       for s in (k.default for k in KINDS if k.default)),
+
+
+def family_defaults(family) -> tuple[Expectation, ...]:
+    """A family's default expectations: each kind's own, then the family's."""
+    return tuple(parse_expectation(s, "defaults")
+                 for s in (*(k.default for k in family.kinds if k.default), *family.defaults))
+
+
+DEFAULTS: tuple[Expectation, ...] = (*(e for f in FAMILIES for e in family_defaults(f)),
                                      *AS_PLANNED)
 
 
@@ -166,8 +173,7 @@ class ExpectationSet:
         """Without the defaults of the families a run does not have: a run with no share
         group is not told that share_lost was 'not judged'. What a scenario writes stays,
         whichever family it names."""
-        others = {parse_expectation(k.default, "defaults") for f in FAMILIES if f.name not in names
-                  for k in f.kinds if k.default}
+        others = {e for f in FAMILIES if f.name not in names for e in family_defaults(f)}
         drop = self.from_defaults & others
         return replace(self, expectations=tuple(e for e in self.expectations if e not in drop))
 

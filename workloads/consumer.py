@@ -27,7 +27,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
 from workloads.churn import Churn
 from workloads.connection import connected
-from workloads.process import WorkerProcess, died_detail, parent_gone
+from workloads.process import StopCheck, WorkerProcess, run_worker
 from workloads.records import record_id_of
 from workloads.spec import ConsumerGroupSpec
 
@@ -168,14 +168,10 @@ class _Member:
         group, iso = spec.group_id, spec.isolation
         after = spec.commit == "after-processing"
         interval = spec.commit_interval_ms / 1000
-        last_commit = last_check = time.monotonic()
+        last_commit = time.monotonic()
+        stopping = StopCheck(stop_event, parent_pid)
         self._event("consumer-start", pid=os.getpid())
-        while True:
-            now = time.monotonic()
-            if now - last_check > 0.2:
-                last_check = now
-                if stop_event.is_set() or parent_gone(parent_pid):
-                    break
+        while not stopping():
             msgs = self.consumer.consume(500, 0.2)
             if msgs:
                 recv = now_us()
@@ -226,13 +222,7 @@ def run_member(stop_event, parent_pid: int, spec_json: str, member: str, incarna
     """Entry point of a member process."""
     spec = ConsumerGroupSpec.model_validate_json(spec_json)
     m = _Member(spec, member, incarnation, bootstrap, run_dir, run_id)
-    try:
-        m.run(stop_event, parent_pid)
-    except BaseException as e:
-        m._event(WORKLOAD_DIED, workload="consumer", **died_detail(e))
-        raise
-    finally:
-        m.close()
+    run_worker(m, stop_event, parent_pid, "consumer", m._event)
 
 
 class ConsumerGroup:

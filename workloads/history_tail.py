@@ -7,6 +7,7 @@ history itself rather than asking the workload processes: store first.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -22,13 +23,15 @@ class HistoryTail:
 
     def poll(self) -> list[pa.Table]:
         """The rows of every part file written since the last poll."""
-        out = []
+        return list(self.each_new())
+
+    def each_new(self) -> Iterator[pa.Table]:
+        """poll(), one part file at a time (a long run's history need not fit at once)."""
         for path in part_files(self.run_dir, self.table):
             if path.name in self._seen:
                 continue
             self._seen.add(path.name)
             try:
-                out.append(pq.read_table(path, columns=self.columns))
+                yield pq.read_table(path, columns=self.columns)
             except (OSError, pa.ArrowInvalid):
                 self._seen.discard(path.name)      # renamed away or not readable yet: next poll
-        return out

@@ -32,13 +32,26 @@ the committed offsets. State is kept per (partition, key).
 What it did goes to the history: its deliveries (`consumed`, phase run, its group),
 its commits (`commits`), and `client` events (target the instance, detail the
 pipeline): pipeline-rebalance, pipeline-restore (what was rebuilt, how long it took),
-pipeline-txn-aborted, pipeline-fenced, pipeline-stats (transactions begun, committed,
-aborted; every few seconds and at the end), and workload-died.
+pipeline-txn-aborted, pipeline-fenced / pipeline-rebuild, pipeline-stats (transactions
+begun, committed, aborted; every few seconds and at the end), and workload-died.
+
+Errors, as librdkafka documents them: a retriable one is called again (its
+transactional calls resume where they stopped); an abortable one aborts the
+transaction; a fatal one ends the producer for good, so both clients are closed and
+made again (`_rebuild`, as the Java processor does) and the error is recorded as
+pipeline-fenced or pipeline-rebuild: a coordinator's failover ended this processor with
+INVALID_TXN_STATE and _FENCED before it did (benchmarks/evidence/
+pipeline-librdkafka-invalid-txn-state-after-coordinator-kill). send_offsets_to_transaction
+is given 10 s past its own timeout (`returned_within`): librdkafka can block there while
+the group coordinator is down (#5456), and a processor blocked in it holds its
+partitions (its consumer still heartbeats) with the whole group waiting on it; past that
+it counts as fatal and the clients are rebuilt.
 """
 from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -46,13 +59,29 @@ from typing import Any
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 
-from core.history import WORKLOAD_DIED, EventLog, HistoryWriter, now_us
+from core.history import EventLog, HistoryWriter, now_us
 from workloads.connection import connection_only
-from workloads.process import died_detail, parent_gone
+from workloads.process import StopCheck, run_worker
 from workloads.records import pipeline_fields_of, pipeline_value, record_id_of
 
 EXACTLY_ONCE, AT_LEAST_ONCE = "exactly_once", "at_least_once"
 STATS_EVERY_S = 5.0
+# fatal errors that mean another producer epoch took the transactional.id: a newer
+# instance of the slot, or the coordinator's own timeout of an open transaction
+FENCING_ERRORS = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
+                            KafkaError.INVALID_PRODUCER_EPOCH})
+# librdkafka's send_offsets_to_transaction can block past its own timeout while the
+# group coordinator is down (librdkafka #5456, open; seen in this harness under a
+# coordinator kill): a call not back this long after its timeout is taken as a producer
+# that will not come back (a fatal error: the clients are rebuilt)
+CALL_GRACE_S = 10.0
+MAX_REBUILDS = 10               # per process: past that, the error is not one a rebuild ends
+# a watermark query fails with these while a partition's leader is unknown or down (a
+# broker killed, a quorum lost): its metadata is refreshed and the query asked again
+WATERMARK_RETRIABLE = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._TIMED_OUT,
+                                 KafkaError._TRANSPORT, KafkaError.LEADER_NOT_AVAILABLE,
+                                 KafkaError.NOT_LEADER_FOR_PARTITION,
+                                 KafkaError.UNKNOWN_TOPIC_OR_PART})
 
 
 @dataclass(frozen=True)
@@ -97,16 +126,12 @@ class _Processor:
         self.in_txn, self.txn_records, self.txn_started = False, 0, 0.0
         self.txn_seq = 0
         self.poll_seq, self.assignment = 0, 0
-        self.stats = {"begun": 0, "committed": 0, "aborted": 0, "outputs": 0, "restores": 0}
+        self.stats = {"begun": 0, "committed": 0, "aborted": 0, "outputs": 0, "restores": 0,
+                      "rebuilds": 0}
         self.dirty = False                                  # at_least_once: outputs not committed
+        self.rebuilds = 0
         self.producer = self._producer()
-        self.consumer = Consumer({
-            "bootstrap.servers": bootstrap, "group.id": s.group_id, "client.id": instance,
-            "enable.auto.commit": False, "isolation.level": "read_committed",
-            "auto.offset.reset": "earliest", "partition.assignment.strategy": "range",
-            "session.timeout.ms": s.session_timeout_ms, **connection_only(s.client_config)})
-        self.consumer.subscribe([s.input_topic], on_assign=self._on_assign,
-                                on_revoke=self._on_revoke, on_lost=self._on_lost)
+        self.consumer = self._consumer()
 
     def event(self, name: str, **detail: Any) -> None:
         self.events.emit("client", name, self.instance, pipeline=self.s.pipeline,
@@ -125,6 +150,47 @@ class _Processor:
         producer = Producer(conf)
         call_again_if_retriable(lambda: producer.init_transactions(30), self.s.restore_timeout_s)
         return producer
+
+    def _consumer(self) -> Consumer:
+        s = self.s
+        consumer = Consumer({
+            "bootstrap.servers": self.bootstrap, "group.id": s.group_id,
+            "client.id": self.instance, "enable.auto.commit": False,
+            "isolation.level": "read_committed", "auto.offset.reset": "earliest",
+            "partition.assignment.strategy": "range", "session.timeout.ms": s.session_timeout_ms,
+            **connection_only(s.client_config)})
+        consumer.subscribe([s.input_topic], on_assign=self._on_assign,
+                           on_revoke=self._on_revoke, on_lost=self._on_lost)
+        return consumer
+
+    def _rebuild(self, err: KafkaError, during: str) -> None:
+        """After a fatal error: librdkafka's producer cannot be used again ("decommission
+        the transactional producer if the flag is set", librdkafka 1.6.1), so, as the
+        Java processor does, both clients are closed and made again and every count is
+        forgotten; the new consumer's assignment rebuilds the counts from the output
+        topic, and the new producer's init_transactions (same transactional.id) has the
+        coordinator decide the transaction the old one left open before that. The error
+        stays in the history (`pipeline-fenced` for a fencing error, else
+        `pipeline-rebuild`) and in the stats (`rebuilds`)."""
+        self.event(rebuild_event_of(err), error=err.name(), reason=f"{during}: {err.str()}"[:300],
+                   txn=self.txn_seq)
+        self.events.flush()
+        self.rebuilds += 1
+        self.stats["rebuilds"] = self.rebuilds
+        if self.rebuilds > MAX_REBUILDS:        # an error no new producer gets past
+            raise KafkaException(err)
+        self.in_txn = self.dirty = False        # the coordinator decides it, not this client
+        self.txn_seq += 1
+        _drop(self.producer)
+        self.producer = None                    # destroyed before the new one takes its id
+        try:
+            self.consumer.close()               # leaves the group: the partitions move
+        except (KafkaException, RuntimeError):
+            pass                                # gone all the same: its session times out
+        self.state, self.committed_state = {}, {}
+        self.assignment += 1
+        self.producer = self._producer()
+        self.consumer = self._consumer()
 
     # -- rebalances --------------------------------------------------------------
     def _on_assign(self, consumer, parts) -> None:
@@ -159,7 +225,7 @@ class _Processor:
                 **connection_only(self.s.client_config)}
         # the high watermark, not the last stable offset a read_committed client is told
         ends = _high_watermarks(Consumer({**conf, "isolation.level": "read_uncommitted"}),
-                                self.s.output_topic, partitions)
+                                self.s.output_topic, partitions, self.s.restore_timeout_s)
         reader = Consumer({**conf, "isolation.level": "read_committed" if self.eos
                            else "read_uncommitted"})
         try:
@@ -178,26 +244,31 @@ class _Processor:
     # -- the loop ----------------------------------------------------------------
     def run(self, stop_event, parent_pid: int) -> None:
         self.event("pipeline-start", pid=os.getpid(), processing=self.s.processing)
-        last_check = last_stats = time.monotonic()
-        while True:
-            now = time.monotonic()
-            if now - last_check > 0.2:
-                last_check = now
-                if stop_event.is_set() or parent_gone(parent_pid):
-                    break
-            msgs = [m for m in self.consumer.consume(self.s.records_per_txn, 0.1)
-                    if m.error() is None]
-            if msgs:
-                self._process(msgs)
-            if self._due():
-                self.finish("interval")
+        stopping, last_stats = StopCheck(stop_event, parent_pid), time.monotonic()
+        while not stopping():
+            try:
+                msgs = self._step()
+            except KafkaException as e:
+                if not e.args[0].fatal():
+                    raise
+                self._rebuild(e.args[0], "step")
+                msgs = []
             if not msgs:
                 self.consumed.maybe_flush()
                 self.commits.maybe_flush()
                 self.events.maybe_flush()
-            if now - last_stats >= STATS_EVERY_S:
-                last_stats = now
+            if time.monotonic() - last_stats >= STATS_EVERY_S:
+                last_stats = time.monotonic()
                 self.event("pipeline-stats", **self.stats)
+
+    def _step(self) -> list:
+        msgs = [m for m in self.consumer.consume(self.s.records_per_txn, 0.1)
+                if m.error() is None]
+        if msgs:
+            self._process(msgs)
+        if self._due():
+            self.finish("interval")
+        return msgs
 
     def _due(self) -> bool:
         if not (self.in_txn or self.dirty):
@@ -260,16 +331,15 @@ class _Processor:
     def _commit_txn(self, positions: list[TopicPartition], why: str) -> None:
         try:
             self.producer.flush(30)             # outputs in the log before the offsets
-            self.producer.send_offsets_to_transaction(
-                positions, self.consumer.consumer_group_metadata(), 30)
+            metadata = self.consumer.consumer_group_metadata()
+            returned_within(lambda: self.producer.send_offsets_to_transaction(
+                positions, metadata, 30), 30 + CALL_GRACE_S, "send_offsets_to_transaction")
             self.producer.commit_transaction(30)
         except KafkaException as e:
             err = e.args[0]
             self._record_commit(positions, False, err.name())
             if err.fatal():
-                self.event("pipeline-fenced", error=err.name(), reason=err.str(), txn=self.txn_seq)
-                self.events.flush()
-                raise
+                raise                           # the loop rebuilds both clients
             self._abort(f"{why}: {err.name()}")
             return
         self._record_commit(positions, True, None)
@@ -281,17 +351,11 @@ class _Processor:
     def _abort(self, why: str, seek: bool = True) -> None:
         """Abort the open transaction, go back to the counts at its start and to the
         committed input offsets."""
-        try:
-            # librdkafka's word on a retriable abort error (a timeout while the
-            # coordinator moves): "retry call to resume"; dying here lost a run's inputs
-            call_again_if_retriable(lambda: self.producer.abort_transaction(30),
-                                    self.s.restore_timeout_s)
-        except KafkaException as e:
-            if e.args[0].fatal():
-                self.event("pipeline-fenced", error=e.args[0].name(), reason=e.args[0].str(),
-                           txn=self.txn_seq)
-                self.events.flush()
-            raise
+        # librdkafka's word on a retriable abort error (a timeout while the coordinator
+        # moves): "retry call to resume"; dying here lost a run's inputs. A fatal one is
+        # raised to the loop, which rebuilds both clients.
+        call_again_if_retriable(lambda: self.producer.abort_transaction(30),
+                                self.s.restore_timeout_s)
         self.in_txn = False
         self.stats["aborted"] += 1
         self.event("pipeline-txn-aborted", txn=self.txn_seq, why=why)
@@ -340,25 +404,85 @@ class _Processor:
             self.events.close()
 
 
-def call_again_if_retriable(call, within_s: float, pause_s: float = 0.5):
+def call_again_if_retriable(call, within_s: float, pause_s: float = 0.5,
+                            also: frozenset[int] = frozenset(), before_again=None):
     """`call()`, called again while it fails with an error librdkafka marks retriable and
-    not fatal (its transactional calls resume where they stopped), for at most `within_s`."""
+    not fatal (its transactional calls resume where they stopped), or whose code is in
+    `also` (errors a call reports without the retriable mark), for at most `within_s`;
+    `before_again()` (a metadata refresh) runs before each new call."""
     deadline = time.monotonic() + within_s
     while True:
         try:
             return call()
         except KafkaException as e:
-            if e.args[0].fatal() or not e.args[0].retriable() or time.monotonic() > deadline:
+            err = e.args[0]
+            again = not err.fatal() and (err.retriable() or err.code() in also)
+            if not again or time.monotonic() > deadline:
                 raise
             time.sleep(pause_s)
+            if before_again is not None:
+                before_again()
 
 
-def _high_watermarks(c: Consumer, topic: str, partitions: list[int]) -> dict[int, int]:
-    """partition -> its high watermark, for the partitions that hold anything."""
+def returned_within(call, within_s: float, what: str):
+    """`call()`'s result or error, if it returns within `within_s`; else a fatal
+    _TIMED_OUT of ours (its text says so), the call left running in a daemon thread on a
+    producer the caller gives up (a new producer with the same transactional.id fences
+    it)."""
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["result"] = call()
+        except BaseException as e:      # noqa: BLE001 - handed to the caller's thread
+            outcome["error"] = e
+        finally:
+            done.set()
+    threading.Thread(target=target, name=what, daemon=True).start()
+    if not done.wait(within_s):
+        raise KafkaException(KafkaError(
+            KafkaError._TIMED_OUT, f"{what} had not returned after {within_s:.0f} s, past its "
+            f"own timeout (librdkafka #5456): the harness gives this producer up", fatal=True))
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("result")
+
+
+def rebuild_event_of(err: KafkaError) -> str:
+    """The event a fatal error's rebuild is recorded as: `pipeline-fenced` when another
+    producer epoch took the transactional.id, else `pipeline-rebuild` (as the Java
+    processor names them)."""
+    return "pipeline-fenced" if err.code() in FENCING_ERRORS else "pipeline-rebuild"
+
+
+def _drop(producer: Producer) -> None:
+    """Let go of a producer a fatal error ended: what it still holds is purged, not
+    sent (close() would try to abort and flush through a producer that cannot)."""
+    try:
+        producer.purge()
+        producer.flush(5)
+    except KafkaException:
+        pass
+
+
+def _high_watermarks(c: Consumer, topic: str, partitions: list[int], within_s: float
+                     ) -> dict[int, int]:
+    """partition -> its high watermark, for the partitions that hold anything. A query
+    that fails while the partition's leader is unknown or down is asked again, its
+    metadata refreshed, within `within_s` (the restore's time)."""
+    def refresh() -> None:
+        try:
+            c.list_topics(topic, timeout=5)
+        except KafkaException:
+            pass                        # the next query says whether it helped
     try:
         ends = {}
         for p in partitions:
-            low, high = c.get_watermark_offsets(TopicPartition(topic, p), timeout=30, cached=False)
+            low, high = call_again_if_retriable(
+                lambda p=p: c.get_watermark_offsets(TopicPartition(topic, p), timeout=10,
+                                                    cached=False),
+                within_s, also=WATERMARK_RETRIABLE, before_again=refresh)
             if high > low:
                 ends[p] = high
         return ends
@@ -402,10 +526,4 @@ def run_processor(stop_event, parent_pid: int, settings: str, instance: str, boo
                   run_dir: str, run_id: str) -> None:
     """Entry point of a processor process (workloads/process.py WorkerProcess)."""
     p = _Processor(_settings(settings), instance, bootstrap, run_dir, run_id)
-    try:
-        p.run(stop_event, parent_pid)
-    except BaseException as e:
-        p.event(WORKLOAD_DIED, workload="pipeline-processor", **died_detail(e))
-        raise
-    finally:
-        p.close()
+    run_worker(p, stop_event, parent_pid, "pipeline-processor", p.event)

@@ -14,9 +14,12 @@ import multiprocessing as mp
 import os
 import signal
 import threading
+import time
 import traceback
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+from core.history import WORKLOAD_DIED
 
 # The exit code of a worker that hit a fatal client error and, by its policy, asks its
 # supervisor for a new incarnation (workloads/producer_churn.py): not a death.
@@ -123,6 +126,43 @@ def died_detail(e: BaseException) -> dict[str, Any]:
     fatal = err.fatal() if hasattr(err, "fatal") else None
     return {"error": f"{type(e).__name__}: {e}"[:500], "fatal": fatal,
             "where": "".join(traceback.format_exception(e)[-3:])[-800:]}
+
+
+class StopCheck:
+    """What a worker's loop asks each turn: stop now? True once its stop event is set or
+    its parent is gone; both are looked at once per `every_s` at most (a turn is far
+    shorter, and the parent's pid costs a system call)."""
+
+    def __init__(self, stop_event: Any, parent_pid: int, every_s: float = 0.2):
+        self.stop_event, self.parent_pid, self.every_s = stop_event, parent_pid, every_s
+        self._last = time.monotonic()
+
+    def __call__(self) -> bool:
+        now = time.monotonic()
+        if now - self._last <= self.every_s:
+            return False
+        self._last = now
+        return self.stop_event.is_set() or parent_gone(self.parent_pid)
+
+
+class Worker(Protocol):
+    def run(self, stop_event: Any, parent_pid: int) -> None: ...
+    def close(self) -> None: ...
+
+
+def run_worker(worker: Worker, stop_event: Any, parent_pid: int, workload: str,
+               emit: Callable[..., None]) -> None:
+    """The body of a worker process: `worker.run` until it stops; an error it ends on is
+    recorded first (`emit(workload-died, workload=…, error, fatal, where)`, the worker's
+    own event call) and then raised, so the process exits non-zero; `worker.close()`
+    either way (its history on disk, its group left)."""
+    try:
+        worker.run(stop_event, parent_pid)
+    except BaseException as e:
+        emit(WORKLOAD_DIED, workload=workload, **died_detail(e))
+        raise
+    finally:
+        worker.close()
 
 
 def parent_gone(parent_pid: int) -> bool:

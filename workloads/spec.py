@@ -77,6 +77,26 @@ def fraction(v: float, field: str, example: str = "") -> float:
     return v
 
 
+def written_by_a_producer(i: int, field: str, topic: str, producers, why: str,
+                          fix: str) -> list[tuple[int, str, str, str]]:
+    """The refusal of item i's `field` when a producer of workload.producers writes its
+    topic too (a family's cross-section rule; `why`: what would go wrong), else []."""
+    if any(p.topic == topic for p in producers):
+        return [(i, field, f"a producer of workload.producers writes {topic!r} too: {why}", fix)]
+    return []
+
+
+def topics_read_by_group(workload) -> dict[str, set[str]]:
+    """Each consumer group id of a workload section (its consumer groups and Kafka's Java
+    consumers) with the topics it reads."""
+    readers: dict[str, set[str]] = {}
+    for g in getattr(workload, "consumers", ()):
+        readers.setdefault(g.group_id, set()).update(g.topics)
+    for c in getattr(workload, "java_consumers", ()):
+        readers.setdefault(c.group_id, set()).add(c.topic)
+    return readers
+
+
 def _check_name(v: str) -> str:
     if not NAME_RE.match(v):
         raise ValueError(f"bad name {v!r}")

@@ -35,18 +35,7 @@ processor_args() {  # processor, version -> its --set arguments; none (return 1)
   esac
   return 0
 }
-run_cell() {       # cell name, then the harness run arguments
-  local cell=$1; shift
-  grep -q "^$cell"$'\t' "$OUT" 2>/dev/null && return
-  [ "$(date -u +%H%M)" \> "${STOP_AT:-2359}" ] && { echo "past STOP_AT, not starting $cell"; exit 0; }
-  local log; log=$(mktemp)
-  flock /tmp/harness-cluster.lock timeout 900 $HARNESS run "$@" --runs-dir "$RUNS_DIR" --plain >"$log" 2>&1
-  local rc=$?
-  local dir; dir=$(grep -o 'run dir: [^ ]*' "$log" | tail -1 | cut -d' ' -f3)
-  printf '%s\t%s\t%s\t%s\n' "$cell" "$rc" "$dir" "$(date -u +%H:%M:%S)" >>"$OUT"
-  echo "$cell -> exit $rc $dir"
-  rm -f "$log"
-}
+. benchmarks/matrix_cell.sh     # run_cell (the cd above: at the repository root)
 for seed in $SEEDS; do for v in $VERSIONS; do for f in $FAULTS; do for p in $PROCESSORS; do
   args=$(processor_args "$p" "$v") || continue
   # at_least_once has no transactions: no transaction coordinator to kill or pause

@@ -12,6 +12,9 @@ from pathlib import Path
 
 import pyarrow.dataset as ds
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from matrix_table import print_table  # noqa: E402
+
 KINDS = ("lost", "duplicate", "reordered", "aborted_read", "torn_transaction")
 
 
@@ -27,7 +30,6 @@ def acted_on(run_dir: Path) -> str:
 
 
 def races(run_dir: Path) -> str:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
     from protocol_race import races as count
     r = count(run_dir)
     return f"{r['held_past_an_endtxn']}/{r['held_produce']} ({r['endtxn_on_other_broker']})"
@@ -51,13 +53,20 @@ def row(cell: str, rc: str, run_dir: str) -> str:
             f"{latency} | {unavailable} | {race} |")
 
 
+COLUMNS = [
+    "cell",
+    "verdict",
+    "requests acted on",
+    "acked / failed",
+    "lost dup reord aborted_read torn",
+    "ack ms p50 / p99",
+    "max unavail. (s)",
+    "held Produce past an EndTxn (other broker)",
+]
+
+
 def main(path: str) -> None:
-    print("| cell | verdict | requests acted on | acked / failed | lost dup reord aborted_read torn "
-          "| ack ms p50 / p99 | max unavail. (s) | held Produce past an EndTxn (other broker) |")
-    print("|---|---|---|---|---|---|---|---|")
-    for line in Path(path).read_text().splitlines():
-        cell, rc, run_dir, _ = line.split("\t")
-        print(row(cell, rc, run_dir))
+    print_table(path, COLUMNS, row)
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ import pyarrow.parquet as pq
 
 from families.shares.metrics import share_metrics
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # benchmarks/
+from matrix_table import print_table  # noqa: E402
+
 KINDS = ("share_lost", "share_double_accept", "share_redelivered_after_accept",
          "share_redelivered_after_reject",
          "share_over_limit", "share_concurrent", "share_redelivered")
@@ -43,13 +46,20 @@ def row(cell: str, rc: str, run_dir: str) -> str:
             f"{g['drain']['records'] if g.get('drain') else '-'} |")
 
 
+COLUMNS = [
+    "cell",
+    "fault on",
+    "verdict",
+    "lost dbl after-accept after-reject over conc redeliv",
+    "stood still (s)",
+    "redeliveries by cause",
+    "killed members: back/held",
+    "drain",
+]
+
+
 def main(path: str) -> None:
-    print("| cell | fault on | verdict | lost dbl after-accept after-reject over conc redeliv | stood still (s) "
-          "| redeliveries by cause | killed members: back/held | drain |")
-    print("|---|---|---|---|---|---|---|---|")
-    for line in Path(path).read_text().splitlines():
-        cell, rc, run_dir, _ = line.split("\t")
-        print(row(cell, rc, run_dir))
+    print_table(path, COLUMNS, row)
 
 
 if __name__ == "__main__":

@@ -82,4 +82,6 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: bool(getattr(workload, "compacted", ())),
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
-    counts=("compacted_cleaner_not_passed", "max_cleaner_wait_s"))
+    counts=("compacted_cleaner_not_passed", "max_cleaner_wait_s"),
+    # a topic whose cleaner never passed its roll offset judged a log nothing compacted
+    defaults=("compacted_cleaner_not_passed == 0",))

@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from workloads.spec import ProducerSpec, fraction, named
+from workloads.spec import ProducerSpec, fraction, named, written_by_a_producer
 
 # the family's events: a writer's config (when started), and what the drain saw of the
 # cleaner (families/compacted/drain.py)
@@ -134,10 +134,10 @@ def check_compacted(items, topics: dict[str, int], producers, drain_topics) -> l
         if any(p.name == c.name for p in producers):
             return [(i, "name", f"{c.name!r} is a producer's name too",
                      "give the compacted writer another name")]
-        if any(p.topic == c.topic for p in producers):
-            return [(i, "topic", f"a producer of workload.producers writes {c.topic!r} too: "
-                     "its records would be judged by neither family",
-                     "give the compacted writer a topic of its own")]
+        if refusal := written_by_a_producer(i, "topic", c.topic, producers,
+                                            "its records would be judged by neither family",
+                                            "give the compacted writer a topic of its own"):
+            return refusal
         if drain_topics is not None and c.topic in drain_topics:
             return [(i, "topic", f"{c.topic!r} is in drain.topics: the final drain reads before "
                      "the cleaner has passed; this family reads its topic itself after",

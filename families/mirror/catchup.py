@@ -91,12 +91,18 @@ def committed_offsets(bootstrap: str, topic: str, isolation: str,
     the target read whole, the last record per key winning."""
     out: dict[tuple[str, int], int] = {}
     for _, _, _, key, value in read_whole(bootstrap, topic, isolation, timeout_s):
-        parsed = parse_offset_record(key, value)
-        if parsed is not None and parsed[1] is None:
-            out.pop(parsed[0], None)          # a tombstone: offsets reset
-        elif parsed is not None:
-            out[parsed[0]] = parsed[1]
+        apply_offset_record(out, key, value)
     return out
+
+
+def apply_offset_record(committed: dict[tuple[str, int], int], key: bytes | None,
+                        value: bytes | None) -> None:
+    """One record of MM2's offsets topic applied to `committed` (a tombstone resets)."""
+    parsed = parse_offset_record(key, value)
+    if parsed is not None and parsed[1] is None:
+        committed.pop(parsed[0], None)
+    elif parsed is not None:
+        committed[parsed[0]] = parsed[1]
 
 
 def partition_rows(ends: dict[tuple[str, int], tuple[int, int]],

@@ -35,6 +35,7 @@ from families.mirror.failover import Failover
 from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
 from families.mirror.lag import LagSampler
+from families.mirror.link import LinkProxy
 from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
 from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
 from faults.sidecar import MIRROR_MAKER
@@ -57,6 +58,7 @@ class MirrorWorkloads:
         self.mm2: MirrorMaker | None = None
         self.kill: MirrorMakerKill | None = None
         self.lag: LagSampler | None = None
+        self.link: LinkProxy | None = None
         self._topics_seen = False
 
     @property
@@ -73,12 +75,16 @@ class MirrorWorkloads:
         self.mm2 = MirrorMaker(ctx.run_id, self.target.image, mirror_jars(version),
                                ctx.run_dir / "mirror", spec.heap_mb)
         props = properties(spec, ctx.bootstrap, self.target.bootstrap_servers())
-        self.mm2.start(props, ctx.cluster.network_name, self.target.network_name)
+        if spec.link_proxy:
+            self.link = LinkProxy(ctx.run_id, version).start(ctx.cluster.network_name,
+                                                             ctx.bootstrap)
+        self.mm2.start(props, ctx.cluster.network_name, self.target.network_name, self.link)
         ctx.events.emit("client", CONFIG_EVENT, "mm2", source_version=spec.source_version,
                         target_version=version, target_brokers=spec.target.brokers,
                         exactly_once=spec.exactly_once, isolation=self.isolation,
                         target_topics={t: target_topic(t) for t in spec.mirrored},
-                        container=self.mm2.name, properties=props)
+                        container=self.mm2.name, properties=props,
+                        link_proxy=None if self.link is None else self.link.ip)
         self._wait_until_copying()
         return self
 
@@ -124,7 +130,8 @@ class MirrorWorkloads:
         if self._topics_seen and self.lag is None:
             self.lag = LagSampler(self.ctx.bootstrap, self.target.bootstrap_servers(),
                                   {t: target_topic(t) for t in self.spec.mirrored},
-                                  self.ctx.events).start()
+                                  self.ctx.events,
+                                  offsets_topic() if self.spec.exactly_once else None).start()
         if self._topics_seen and self.spec.kill is not None and self.kill is None:
             # at_s counts from here: MM2 copies from now on, however long it took to start
             self.kill = MirrorMakerKill(self.mm2, self.spec.kill, self.ctx.events).start()
@@ -212,6 +219,8 @@ class MirrorWorkloads:
             try:
                 if self.mm2 is not None:
                     self.mm2.remove()
+                if self.link is not None:
+                    self.link.remove()
             finally:
                 if self.target is not None:
                     try:

@@ -4,8 +4,10 @@ connect-mirror-maker.sh runs; the image has no bin/ scripts) on the jars of
 families/mirror/jars.py, its properties written from the scenario (`properties`).
 
 The container is created on the source's network, attached to the target's, then
-started: it reaches both clusters' brokers at the IP addresses they advertise. It
-carries the run id's labels (role mirror-maker), so the source cluster's stop and
+started: it reaches both clusters' brokers at the IP addresses they advertise (with a
+link proxy, the source's through it: families/mirror/link.py). It runs with NET_ADMIN in
+its own network namespace, where faults/link.py's `link-partition` drops its traffic to
+one cluster (`exec`). It carries the run id's labels (role mirror-maker), so the source cluster's stop and
 `harness gc` remove it too if our own stop never ran.
 """
 from __future__ import annotations
@@ -15,9 +17,9 @@ import shlex
 import uuid
 from pathlib import Path
 
-from clusters.docker_env import docker_client
+from clusters.docker_env import docker_client, freeze_container, remove_container
 from clusters.labels import run_labels
-from core.errors import HarnessError
+from families.mirror.link import LinkProxy
 from families.mirror.section import SOURCE, TARGET, MirrorSpec
 
 LIBS = "/opt/mm2-libs"
@@ -96,8 +98,10 @@ class MirrorMaker:
         # down or frozen on purpose (the section's kill, an mm2-kill or mm2-pause fault):
         # the family's health check lets it be
         self.held = False
+        self.link: LinkProxy | None = None      # its own proxy to the source, if any
 
-    def start(self, props: dict[str, str], source_network: str, target_network: str) -> None:
+    def start(self, props: dict[str, str], source_network: str, target_network: str,
+              link: LinkProxy | None = None) -> None:
         self.conf_dir.mkdir(parents=True, exist_ok=True)
         (self.conf_dir / "mm2.properties").write_text(properties_text(props))
         (self.conf_dir / "log4j2.properties").write_text(LOG4J2)
@@ -106,11 +110,15 @@ class MirrorMaker:
                 f"-Dlog4j2.configurationFile={CONF}/log4j2.properties")
         cmd = (f"exec java {heap} {logs} -cp {shlex.quote(LIBS + '/*')} {MAIN} "
                f"{CONF}/mm2.properties")
+        self.link = link
+        if link is not None:             # every start, a restart's too: a fresh namespace
+            cmd = f"{link.dnat()} && {cmd}"
+
         client = docker_client()
         self.container = client.containers.create(
             self.image, entrypoint=["sh", "-c"], command=[cmd], name=self.name,
             network=source_network, labels=run_labels(self.run_id, role="mirror-maker"),
-            mem_limit=f"{self.heap_mb + 256}m", user="root",
+            mem_limit=f"{self.heap_mb + 256}m", user="root", cap_add=["NET_ADMIN"],
             volumes={str(self.libs): {"bind": LIBS, "mode": "ro"},
                      str(self.conf_dir.resolve()): {"bind": CONF, "mode": "ro"}})
         client.networks.get(target_network).connect(self.container)
@@ -137,20 +145,30 @@ class MirrorMaker:
 
     def pause(self) -> None:
         self.held = True
-        self.container.pause()
+        freeze_container(self.container)
 
     def unpause(self) -> None:
         self.container.unpause()
         self.held = False
 
+    def exec(self, script: str) -> tuple[int, str]:
+        """A shell script in MM2's container as root (its network namespace: link faults)."""
+        code, out = self.container.exec_run(["sh", "-c", script], user="root")
+        return code, (out or b"").decode(errors="replace")
+
+    # what faults/link.py asks of MM2's link to the source
+    def link_addresses(self, side: str) -> list[str]:
+        return [self.link.ip] if self.link is not None and side == SOURCE else []
+
+    def link_proxy_names(self) -> list[str]:
+        return [r.name for r in self.link.routes] if self.link is not None else []
+
+    @property
+    def link_toxiproxy(self):
+        return self.link.adapter if self.link is not None else None
+
     def logs(self) -> str:
         return self.container.logs().decode(errors="replace") if self.container else ""
 
     def remove(self) -> None:
-        if self.container is None:
-            return
-        try:
-            self.container.remove(force=True)
-        except Exception as e:  # noqa: BLE001 - gone already is fine; anything else is said
-            if "No such container" not in str(e):
-                raise HarnessError(f"could not remove {self.name}: {e}") from e
+        remove_container(self.container, self.name)

@@ -18,6 +18,9 @@ scenario's topics from the run's cluster (the source) to a second cluster (the t
                                     # to the target: where MM2's group offset sync puts each
                                     # is recorded beside its last source commit, and the
                                     # group reads the target from there (failover.py)
+      link_proxy: false             # MM2 reaches the source's brokers through a toxiproxy
+                                    # of its own (its connections DNATed to it in its
+                                    # network namespace): what a `link-latency` fault delays
       kill: {at_s: 8, down_s: 5}    # MM2 killed (SIGKILL) at_s after it has created the
                                     # mirrored topics (it copies from then on), started
                                     # again down_s later (default: never)
@@ -41,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from clusters.spec import ClusterSpec
 from clusters.versions import resolve_version
 from core.errors import SpecError
+from workloads.spec import topics_read_by_group
 
 SOURCE, TARGET = "source", "target"            # MM2's cluster aliases; consumed.cluster
 # dedicated MM2 with exactly-once source support (KIP-618) needs KIP-710's internal REST
@@ -102,6 +106,7 @@ class MirrorSpec(BaseModel):
     catch_up_timeout_s: float = Field(120.0, gt=0)
     kill: MirrorKill | None = None
     failover: bool = False
+    link_proxy: bool = False
     # resolved by the builder: the source's exact version
     source_version: str = ""
 
@@ -171,9 +176,19 @@ def check_mirror(spec: MirrorSpec, source: ClusterSpec, topics: dict[str, int],
 
 
 FACT_DOCS = {"mirror": "the scenario mirrors topics with MirrorMaker 2",
-             "mirror_exactly_once": "MirrorMaker 2 runs with exactly-once support (KIP-618)"}
+             "mirror_exactly_once": "MirrorMaker 2 runs with exactly-once support (KIP-618)",
+             "mirror_translates": "a consumer group reads a mirrored topic, so MirrorMaker 2 "
+                                  "has its offsets to checkpoint"}
 
 
 def facts(w) -> dict[str, bool | None]:
     m = getattr(w, "mirror", None)
-    return {"mirror": m is not None, "mirror_exactly_once": bool(m and m.exactly_once)}
+    return {"mirror": m is not None, "mirror_exactly_once": bool(m and m.exactly_once),
+            "mirror_translates": m is not None and _a_group_reads(w, m.topics)}
+
+
+def _a_group_reads(w, mirrored: tuple[str, ...] | None) -> bool:
+    """Whether a consumer group of the workload reads one of the mirrored topics (None:
+    every topic is mirrored)."""
+    read = set().union(*topics_read_by_group(w).values())
+    return bool(read if mirrored is None else read & set(mirrored))

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from families.base import Family, RunData, SummaryKeys
 from families.pipelines.kinds import KINDS
-from families.pipelines.metrics import PipelineMetrics, pipeline_metrics
+from families.pipelines.metrics import PipelineMetrics, churned_instances, pipeline_metrics
 from families.pipelines.section import FACT_DOCS, facts
 
 
@@ -26,8 +26,24 @@ def _start(ctx, workload):
 
 def _metrics(data: RunData) -> dict:
     pipes = pipeline_metrics(data.events)
+    counts = {"pipeline_txn_aborted": sum(m.aborted or 0 for m in pipes.values())}
+    churned = churned_instances(data.events)
+    if data.checked is not None:        # the drained outputs say who had committed
+        wrote = _instances_with_output(data.checked.consumed) if churned else set()
+        for name, instances in churned.items():
+            pipes[name].handovers = len(instances & wrote)
+        counts["pipeline_handovers"] = sum(m.handovers or 0 for m in pipes.values())
     return {"summary": {"pipelines": {name: m.to_dict() for name, m in pipes.items()}},
-            "counts": {"pipeline_txn_aborted": sum(m.aborted or 0 for m in pipes.values())}}
+            "counts": counts}
+
+
+def _instances_with_output(consumed) -> set[str]:
+    """The processor instances whose outputs the drain read (committed ones, under
+    read_committed): one small Spark job, only when the churn hit an instance."""
+    from pyspark.sql import functions as F  # the judge's side only
+    rows = (consumed.where((F.col("phase") == "drain") & F.col("pipeline_instance").isNotNull())
+            .select("pipeline_instance").distinct().collect())
+    return {r[0] for r in rows}
 
 
 def _words(summary: SummaryKeys) -> list[str]:
@@ -39,8 +55,19 @@ def pipeline_words(name: str, m: PipelineMetrics) -> str:
     return (f"{name} ({m.processing}): {m.outputs or 0} outputs, "
             f"{m.committed or 0} transactions committed, {m.aborted or 0} aborted "
             f"(of the instances' last stats; a killed instance's last ones are lost with it); "
-            f"{m.instances} instances started, {m.kills} killed, {m.fenced} fenced; "
+            f"{m.instances} instances started, {m.kills} killed{_handed_over(m)}, {m.fenced} fenced, "
+            f"{m.rebuilds} rebuilt after another fatal error; "
             f"{m.rebalances} assignments, each rebuilding its counts from the output topic.")
+
+
+def _handed_over(m: PipelineMetrics) -> str:
+    if m.handovers is None:
+        return ""
+    if m.handovers:
+        return (f" ({m.handovers} of them, or closed by the churn, after an output of theirs "
+                f"was committed: their tasks moved with state)")
+    return (" (none churned after an output of theirs was committed: no task moved with "
+            "state, the churn exercised no hand-over; churn later, once the instances process)")
 
 
 FAMILY = Family(
@@ -48,4 +75,6 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: bool(getattr(workload, "pipelines", ())),
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
-    counts=("pipeline_txn_aborted",))
+    counts=("pipeline_txn_aborted", "pipeline_handovers"),
+    # a churn that hit only instances with nothing committed moved no state
+    defaults=("pipeline_handovers > 0 when pipeline_churned",))

@@ -179,6 +179,24 @@ class PipelineWorkloads:
             self.pipelines.append(Pipeline(p, self.ctx, self.spec.clients_version).start())
         return self
 
+    def fault_transactional_ids(self) -> tuple[dict[str, str], dict[str, tuple[str, int]]]:
+        """What `txn_coordinator_of: {producer: <slot>}` asks FindCoordinator about: an
+        exactly-once pipeline's instance slots are transactional producers too.
+        librdkafka's and Java's processors use transactional_id_of (slot -> id); Kafka
+        Streams chooses its own, <application.id (the pipeline's group)>-<processId>-
+        <thread>, found at injection among the ids the brokers list (slot -> (prefix,
+        the slot's index))."""
+        ids, prefixes = {}, {}
+        for p in self.spec.pipelines:
+            if p.processing != "exactly_once":
+                continue
+            for i, slot in enumerate(p.instance_names):
+                if p.client == "streams":
+                    prefixes[slot] = (f"{p.group}-", i)
+                else:
+                    ids[slot] = transactional_id_of(self.ctx.run_id, slot)
+        return ids, prefixes
+
     def check(self) -> None:
         for p in self.pipelines:
             if p.died():

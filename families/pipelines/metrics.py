@@ -31,6 +31,10 @@ class PipelineMetrics:
     aborted: int | None = None
     outputs: int | None = None
     restores: int | None = None
+    rebuilds: int = 0                    # clients made again after a fatal error, not fenced
+    # instances the churn killed or closed after an output of theirs was committed (the
+    # drain read it): their tasks moved with state. None: not measured (older summaries)
+    handovers: int | None = None
 
     def add_stats(self, stats: dict) -> None:
         for k in STATS:
@@ -41,6 +45,8 @@ class PipelineMetrics:
         if self.committed is None:
             for k in STATS:
                 del doc[k]
+        if self.handovers is None:
+            del doc["handovers"]
         return doc
 
     @classmethod
@@ -49,9 +55,23 @@ class PipelineMetrics:
         return cls(**{k: v for k, v in doc.items() if k in known})
 
 
+def churned_instances(events: list[dict]) -> dict[str, set[str]]:
+    """pipeline -> the instances its churn killed or closed (a close at the run's end is
+    not churn)."""
+    out: dict[str, set[str]] = {}
+    for e in events:
+        if e.get("kind") != "client" or e.get("name") not in ("pipeline-instance-kill",
+                                                             "pipeline-instance-close"):
+            continue
+        d = json.loads(e.get("detail") or "{}")
+        if d.get("pipeline") is not None and d.get("why") != "run-end":
+            out.setdefault(d["pipeline"], set()).add(e.get("target"))
+    return out
+
+
 def pipeline_metrics(events: list[dict]) -> dict[str, PipelineMetrics]:
     """pipeline -> transactions begun, committed and aborted, outputs written (each
-    instance's last stats), restores, fenced instances, kills and restarts."""
+    instance's last stats), restores, fenced and rebuilt instances, kills and restarts."""
     last: dict[tuple[str, str], dict] = {}
     out: dict[str, PipelineMetrics] = {}
     for e in sorted(events, key=lambda e: e["ts_us"]):
@@ -71,6 +91,7 @@ def pipeline_metrics(events: list[dict]) -> dict[str, PipelineMetrics]:
         m.kills += kind == "pipeline-instance-kill"
         m.restarts += kind == "pipeline-instance-restart"
         m.fenced += kind == "pipeline-fenced"
+        m.rebuilds += kind == "pipeline-rebuild"
         m.rebalances += kind == "pipeline-rebalance" and d.get("type") == "assigned"
         m.aborted_events += kind == "pipeline-txn-aborted"
     for (name, _), d in last.items():

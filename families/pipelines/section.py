@@ -26,7 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from core.errors import SpecError
-from workloads.spec import ChurnSpec, named
+from workloads.spec import ChurnSpec, named, written_by_a_producer
 
 # settings the processor sets itself (its isolation, its group, its transactions)
 REFUSED_CLIENT_KEYS = ("isolation.level", "group.id", "enable.auto.commit", "transactional.id",
@@ -139,10 +139,11 @@ def check_pipelines(pipelines, topics: dict[str, int], producers) -> list[tuple[
             if p.name == other.name or p.group == other.group:
                 return [(i, "name", f"{p.name!r} (group {p.group!r}) is pipeline {j}'s too",
                          "give each pipeline its own name")]
-        if any(q.topic == p.output_topic for q in producers):
-            return [(i, "output_topic", f"a producer writes {p.output_topic!r} too: the "
-                     "drained output log would mix its records with the pipeline's",
-                     "give the pipeline an output topic of its own")]
+        if refusal := written_by_a_producer(
+                i, "output_topic", p.output_topic, producers,
+                "the drained output log would mix its records with the pipeline's",
+                "give the pipeline an output topic of its own"):
+            return refusal
     return []
 
 
@@ -176,14 +177,17 @@ def check_client(p: PipelineSpec, clients_version: str, brokers_version: str | N
 
 FACT_DOCS = {"pipelines": "the scenario has pipelines (read, transform, write)",
              "pipeline_exactly_once": "every pipeline runs exactly_once "
-                                      "(None when there is no pipeline)"}
+                                      "(None when there is no pipeline)",
+             "pipeline_churned": "a pipeline's instances are churned (workload.pipelines[].churn), "
+                                 "so its tasks are meant to move with their state"}
 
 
 def facts(w) -> dict[str, bool | None]:
     pipes = getattr(w, "pipelines", ())
     return {"pipelines": bool(pipes),
             "pipeline_exactly_once": all(p.processing == "exactly_once" for p in pipes)
-            if pipes else None}
+            if pipes else None,
+            "pipeline_churned": any(p.churn is not None for p in pipes)}
 
 
 def transactional_id_of(run_id: str, slot: str) -> str:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from core.context import RunContext
 from core.errors import HarnessError
@@ -19,9 +22,38 @@ from workloads.consumer import ConsumerGroup
 from workloads.history_tail import HistoryTail
 from workloads.java_clients import run_java_consumer, run_java_producer
 from workloads.producer_churn import end_load, start_producer
+from workloads.spec import topics_read_by_group
 
 CATCH_UP_QUIET_S = 3.0       # consumers are caught up once they read nothing new this long
 CATCH_UP_MAX_S = 30.0
+
+
+class ReadEnds:
+    """The highest offset seen per key (e.g. (group, topic, partition)) in history batches."""
+    def __init__(self) -> None:
+        self.ends: dict[tuple, int] = {}
+
+    def add(self, batches: Iterable[pa.Table], keys: list[str]) -> int:
+        """Fold the batches in; how many rows they held."""
+        rows = 0
+        for b in batches:
+            rows += b.num_rows
+            if b.num_rows:
+                for row in b.group_by(keys).aggregate([("offset", "max")]).to_pylist():
+                    key = tuple(row[k] for k in keys)
+                    self.ends[key] = max(self.ends.get(key, -1), row["offset_max"])
+        return rows
+
+
+def caught_up(acked_end: dict[tuple, int], read_end: dict[tuple, int],
+              readers: dict[str, set[str]]) -> bool:
+    """Each group has read each partition of its topics up to the partition's last acked
+    offset; False while a group reads a topic with no acked record (nothing to tell by)."""
+    acked_topics = {t for t, _ in acked_end}
+    if not readers or any(not topics <= acked_topics for topics in readers.values()):
+        return False
+    return all(read_end.get((g, t, p), -1) >= end for (t, p), end in acked_end.items()
+               for g, topics in readers.items() if t in topics)
 
 
 class Workloads:
@@ -117,11 +149,21 @@ class Workloads:
         self.stopped = True
 
     def _catch_up(self) -> None:
-        tail = HistoryTail(self.ctx.run_dir, "consumed", ["offset"])
-        tail.poll()
+        """Until every group has read each partition of its topics up to its last acked
+        record, or, where that cannot tell (a topic no producer of ours writes, a record
+        acked in an aborted transaction), until the groups read nothing new for a while."""
+        readers = topics_read_by_group(self.spec)
+        consumed = HistoryTail(self.ctx.run_dir, "consumed", ["group_id", "topic", "partition", "offset"])
+        produced = HistoryTail(self.ctx.run_dir, "produced", ["topic", "partition", "offset", "status"])
+        acked_end, read_end = ReadEnds(), ReadEnds()
+        read_end.add(consumed.each_new(), ["group_id", "topic", "partition"])
         deadline = time.monotonic() + CATCH_UP_MAX_S
         quiet_since = time.monotonic()
         while time.monotonic() < deadline and time.monotonic() - quiet_since < CATCH_UP_QUIET_S:
+            acked_end.add((b.filter(pc.equal(b["status"], "acked")) for b in produced.each_new()),
+                          ["topic", "partition"])
+            if caught_up(acked_end.ends, read_end.ends, readers):
+                return
             time.sleep(0.5)
-            if sum(b.num_rows for b in tail.poll()):
+            if read_end.add(consumed.each_new(), ["group_id", "topic", "partition"]):
                 quiet_since = time.monotonic()

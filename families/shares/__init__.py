@@ -72,4 +72,7 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: bool(getattr(workload, "share_groups", ())),
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics, series=_series,
-    counts=("share_late_returns", "max_share_return_s", "share_unresolved", "share_archived"))
+    counts=("share_late_returns", "max_share_return_s", "share_unresolved", "share_archived",
+            "share_held_returns"),
+    # a churn that only ever hit members holding nothing returned no record
+    defaults=("share_held_returns > 0 when share_churned",))

@@ -122,24 +122,26 @@ def share_double_accept(x: Inputs) -> DataFrame:
     return s.rows(s.deliveries.where(F.col("accepts_ok") >= 2), "accepts_ok")
 
 
+def _redelivered_after(x: Inputs, first: str, decided: str) -> DataFrame:
+    """A delivery that began after the position's `first` decision (first_accept or
+    first_reject, answered `ok`), with who decided it, when, and at which delivery."""
+    s = _frames(x)
+    return s.rows(s.deliveries.where(F.col("recv_ts_us") > F.col(f"{first}.at")),
+                  F.col(f"{first}.by").alias(f"{decided}_by"),
+                  F.col(f"{first}.at").alias(f"{decided}_at_us"),
+                  F.col(f"{first}.count").alias(f"{decided}_delivery_count"))
+
+
 def share_redelivered_after_accept(x: Inputs) -> DataFrame:
     """A delivery that began after an earlier delivery of its position was accepted
     with `ok` (the member's decision time: conservative, see docs/history.md)."""
-    s = _frames(x)
-    return s.rows(s.deliveries.where(F.col("recv_ts_us") > F.col("first_accept.at")),
-                  F.col("first_accept.by").alias("accepted_by"),
-                  F.col("first_accept.at").alias("accepted_at_us"),
-                  F.col("first_accept.count").alias("accepted_delivery_count"))
+    return _redelivered_after(x, "first_accept", "accepted")
 
 
 def share_redelivered_after_reject(x: Inputs) -> DataFrame:
     """A delivery that began after an earlier delivery of its position was rejected
     with `ok`: KIP-932 archives a rejected record; it is never delivered again."""
-    s = _frames(x)
-    return s.rows(s.deliveries.where(F.col("recv_ts_us") > F.col("first_reject.at")),
-                  F.col("first_reject.by").alias("rejected_by"),
-                  F.col("first_reject.at").alias("rejected_at_us"),
-                  F.col("first_reject.count").alias("rejected_delivery_count"))
+    return _redelivered_after(x, "first_reject", "rejected")
 
 
 def share_over_limit(x: Inputs) -> DataFrame:

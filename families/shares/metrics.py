@@ -117,7 +117,11 @@ def _returns(g: str, rows: list[dict], positions: dict, gone: dict, how: dict,
     for (group, member), at in sorted(gone.items(), key=lambda kv: kv[1]):
         if group != g or (group, member) not in how:
             continue
-        held = [r for r in rows if r["consumer"] == member and r["recv_ts_us"] <= at
+        # every row of a member (one incarnation: a restart has a name of its own) came
+        # before it was gone, whatever the clocks say: a Java member's own millisecond
+        # clock put its last batch 1 ms after the harness's kill time, and a member
+        # killed holding that batch was counted as holding nothing
+        held = [r for r in rows if r["consumer"] == member
                 and (r["ack"] is None or r["ack_result"] == "unknown")]
         waits = []
         for r in held:
@@ -137,9 +141,12 @@ def _returns(g: str, rows: list[dict], positions: dict, gone: dict, how: dict,
 
 
 def derived(groups: dict[str, dict]) -> dict[str, float | None]:
-    """The expectations' derived metrics: max_share_return_s, share_late_returns."""
+    """The expectations' derived metrics: max_share_return_s, share_late_returns, and
+    share_held_returns (members killed or closed by the churn while they held records:
+    the returns that exercised the lock's hand-back)."""
     # members stopped at the run's end are not judged: what they held waits for the
     # final drain, which the harness starts later
     returns = [r for m in groups.values() for r in m.get("returns", []) if r["how"] != "stop"]
     return {"max_share_return_s": max((r["max_s"] for r in returns if r["max_s"] is not None), default=0.0),
-            "share_late_returns": sum(r["late"] or 0 for r in returns)}
+            "share_late_returns": sum(r["late"] or 0 for r in returns),
+            "share_held_returns": sum(r["held"] > 0 for r in returns)}

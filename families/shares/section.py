@@ -170,10 +170,13 @@ def _check_configs(g: ShareGroupSpec, line: tuple[int, int], version: str) -> No
 
 FACT_DOCS = {"share_groups": "the scenario has share groups (KIP-932)",
              "share_explicit": "every share group acknowledges explicitly "
-                               "(None when there is no share group)"}
+                               "(None when there is no share group)",
+             "share_churned": "a share group's members are churned "
+                              "(workload.share_groups[].churn)"}
 
 
 def facts(w) -> dict[str, bool | None]:
     groups = getattr(w, "share_groups", ())
     return {"share_groups": bool(groups),
-            "share_explicit": all(g.ack_mode == "explicit" for g in groups) if groups else None}
+            "share_explicit": all(g.ack_mode == "explicit" for g in groups) if groups else None,
+            "share_churned": any(g.churn is not None for g in groups)}

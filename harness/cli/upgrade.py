@@ -11,7 +11,6 @@ from harness.batch.upgrade_check import (
     upgrade_scenario,
 )
 from harness.cli.flags import RUNNING, Options
-from harness.cli.run import run_loaded
 
 
 def add_parser(sub) -> argparse.ArgumentParser:
@@ -28,6 +27,9 @@ def add_parser(sub) -> argparse.ArgumentParser:
 
 
 def upgrade_check_command(args: argparse.Namespace) -> int:
+    # here, not at the top: every `harness` command builds this parser, and the runner's
+    # imports (matplotlib, Spark's client) cost a second that `harness gc` need not pay
+    from harness.cli.run import run_loaded
     opts = Options.of(args)
     scenario = upgrade_scenario(opts.scenario, args.from_version, args.to_version,
                                 opts.overrides, opts.seed, rollback=args.rollback)

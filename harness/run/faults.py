@@ -11,7 +11,6 @@ from __future__ import annotations
 import time
 
 from core.context import RunContext
-from families.pipelines.section import transactional_id_of
 from faults.base import wait_full_isr
 from faults.context import context_for
 from faults.healall import heal_all, leftovers
@@ -56,7 +55,6 @@ def arm(run: Run, detail: dict) -> None:
     # what `txn_coordinator_of: {producer: p0}` asks FindCoordinator about
     faults.context.transactional_ids = {p.spec.name: p.txn_id for p in run.load.producers
                                         if p.txn_id}
-    _pipeline_transactional_ids(run, faults.context)
     # the topic `share_coordinator_of: {group: g}` means when it names none
     faults.context.share_group_topics = {g.group_id: list(g.topics)
                                          for g in run.scenario.workload.share_groups}
@@ -67,24 +65,12 @@ def arm(run: Run, detail: dict) -> None:
             faults.context.others[name] = context_for(cluster, run.ctx.events,
                                                       rng=run.ctx.rng(f"faults-{name}"))
         faults.context.processes.update(getattr(clients, "fault_processes", dict)())
+        # transactional producers a family runs itself (a pipeline's instance slots)
+        ids, prefixes = getattr(clients, "fault_transactional_ids", lambda: ({}, {}))()
+        faults.context.transactional_ids.update(ids)
+        faults.context.transactional_id_prefixes.update(prefixes)
     run.ctx.finalizers.push("heal-all", lambda: faults.heal_all(run.stop_reason or "completed"))
     run.faults = faults
-
-
-def _pipeline_transactional_ids(run: Run, context) -> None:
-    """An exactly-once pipeline's instance slots are transactional producers too, named
-    by `txn_coordinator_of: {producer: <slot>}`: librdkafka's and Java's processors use
-    the family's transactional_id_of; Kafka Streams chooses
-    its own, <application.id (the pipeline's group)>-<processId>-<thread>, found at
-    injection among the ids the brokers list."""
-    for p in run.scenario.workload.pipelines:
-        if p.processing != "exactly_once":
-            continue
-        for i, slot in enumerate(p.instance_names):
-            if p.client == "streams":
-                context.transactional_id_prefixes[slot] = (f"{p.group}-", i)
-            else:
-                context.transactional_ids[slot] = transactional_id_of(run.ctx.run_id, slot)
 
 
 # -- the phases ------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from families.pipelines.section import check_client, check_pipelines, pipeline
 from families.records.section import JavaConsumerSpec, JavaProducerSpec
 from families.shares.section import check_on_cluster, share_group
 from families.workload import Workload
-from faults.catalog import KINDS, MIRROR_KINDS, PRESETS, needs_of_preset, resolve_fault
+from faults.catalog import KINDS, LINK_PROXY_KINDS, MIRROR_KINDS, PRESETS, needs_of_preset, resolve_fault
 from faults.needs import Need
 from faults.schedule import ScheduleSpec
 from faults.selectors import CLIENT_KINDS, selector_client_refs, selector_refs
@@ -512,6 +512,7 @@ def _faults(b: Builder, cluster, topics, workload: Workload) -> Faults:
     for i, entry in enumerate(timeline):
         _check_clients(b, ("faults", "timeline", i, "target"), entry.target, workload)
         _check_mirror_fault(b, ("faults", "timeline", i), entry, topics, workload)
+    _check_link_outside_pauses(b, timeline)
     nemesis = _nemesis(b, cluster, topics, workload.duration_s)
     recovery = b.at(("faults",), lambda: Faults(
         **{k: v for k, v in raw.items() if k == "recovery_timeout_s"})).recovery_timeout_s
@@ -531,6 +532,11 @@ def _check_mirror_fault(b: Builder, path: tuple, entry, topics, workload: Worklo
                f"{entry.fault} {'on the target cluster ' if on_target else ''}needs a mirrored "
                "run: this scenario has no workload.mirror",
                "add workload.mirror (MirrorMaker 2 to a second cluster), or remove this fault")
+    if workload.mirror is not None and entry.fault in LINK_PROXY_KINDS \
+            and not workload.mirror.link_proxy:
+        b.fail((*path, "fault"), f"{entry.fault} delays MirrorMaker 2's traffic through its "
+               "own link proxy, and this mirror has none (workload.mirror.link_proxy is false)",
+               "set workload.mirror.link_proxy: true")
     if not (isinstance(entry.target, dict) and "cluster" in entry.target):
         return
     inner = {k: v for k, v in entry.target.items() if k != "cluster"}
@@ -538,6 +544,32 @@ def _check_mirror_fault(b: Builder, path: tuple, entry, topics, workload: Worklo
         topics = tuple(t.model_copy(update={"name": target_topic(t.name)})
                        for t in topics if t.name in workload.mirror.mirrored)
     _check_refs(b, (*path, "target"), selector_refs(inner), topics)
+
+
+# an unpause takes a moment: a link fault this soon after a pause's heal met it still frozen
+PAUSE_HEAL_SLACK_S = 2.0
+
+
+def _check_link_outside_pauses(b: Builder, timeline) -> None:
+    """A link-partition adds and removes its rules inside MirrorMaker 2's network namespace
+    (docker exec), which docker refuses while an mm2-pause holds the container frozen (409,
+    seen in CI): neither its cut nor its heal may fall inside a pause."""
+    pauses = [(j, e.at, None if e.hold is None else e.at + e.hold + PAUSE_HEAL_SLACK_S)
+              for j, e in enumerate(timeline) if e.fault == "mm2-pause"]
+    for i, link in enumerate(timeline):
+        if link.fault != "link-partition":
+            continue
+        moments = [("at", link.at)] + ([] if link.hold is None else [("hold", link.at + link.hold)])
+        for j, start, end in pauses:
+            for field, t in moments:
+                if start <= t and (end is None or t <= end):
+                    b.fail(("faults", "timeline", i, field),
+                           f"the link-partition's {'cut' if field == 'at' else 'heal'} at {t:g} s "
+                           f"falls in timeline[{j}]'s mm2-pause ({start:g} s to "
+                           f"{'heal-all' if end is None else f'{end - PAUSE_HEAL_SLACK_S:g} s'}): "
+                           "docker cannot change the rules inside a paused MirrorMaker 2",
+                           "schedule the link fault outside the pause (its cut and heal at least "
+                           f"{PAUSE_HEAL_SLACK_S:g} s after the pause's heal, or before the pause)")
 
 
 def _check_clients(b: Builder, path: tuple, target: Any, workload: Workload) -> None:

@@ -83,6 +83,8 @@ def check_exactly_once_run(run_dir, summary: dict, min_acked: int):
     assert all(c == list(range(1, len(c) + 1)) for c in counts.values()), counts
     m = summary["pipelines"]["pl0"]
     assert m["kills"] == 1 and m["restarts"] == 1, m
+    # the killed instance had committed outputs: its tasks moved with state
+    assert m["handovers"] == 1 and summary["counts"]["pipeline_handovers"] == 1, m
     events = read_table(run_dir, "events").to_pandas()
     mine = events[events.kind == "client"]
     restores = mine[mine.name == "pipeline-restore"]

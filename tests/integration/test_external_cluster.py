@@ -79,7 +79,7 @@ FAULTS = """\
     - at: 20
       fault: exec
       target: {one_follower_of: {topic: t, partition: 0}}
-      params: {inject: "docker pause {container}", heal: "docker unpause {container}"}
+      params: {inject: "docker pause {container} || (sleep 1 && docker pause {container})", heal: "docker unpause {container}"}
       hold: 6
 """
 

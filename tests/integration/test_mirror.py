@@ -2,7 +2,8 @@
 MirrorMaker 2 in dedicated mode copying `orders` while a producer writes it and group
 g0 consumes it; faults on all three: the source leader of orders-0 killed, MM2 killed
 (mm2-kill) and later frozen (mm2-pause), the target's broker frozen (a selector's
-`cluster: target`); at the drain g0 fails over to the target (the built-in
+`cluster: target`), then the link between MM2 and the source cut (link-partition,
+iptables in MM2's network namespace); at the drain g0 fails over to the target (the built-in
 mirror-mm2-kill, shortened, with failover on and checkpoints every 2 s).
 Asserted from the history, not only the verdict: each fault was injected and healed,
 the target's on the target's node; MM2 caught up (its committed offsets reached
@@ -16,19 +17,26 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 
 import pytest
+import yaml
 
 from clusters.docker_env import docker_client
 from core.history import read_table
 
-SCENARIO = "mirror-mm2-kill"
+BUILT_IN = Path(__file__).resolve().parents[2] / "harness" / "scenarios" / "mirror-mm2-kill.yaml"
 
 
 @pytest.mark.timeout(900)
-def test_a_mirrored_topic_under_faults_on_source_target_and_mm2_then_a_failover(chaos_run):
+def test_a_mirrored_topic_under_faults_on_source_target_and_mm2_then_a_failover(chaos_run, tmp_path):
     started = time.monotonic()
-    result = chaos_run(SCENARIO, "workload.duration_s=20", "workload.mirror.failover=true",
+    scenario = yaml.safe_load(BUILT_IN.read_text())
+    # between mm2-kill's heal (11) and mm2-pause (16-19): a link cut needs MM2 unpaused
+    scenario["faults"]["timeline"].append({"at": 12, "fault": "link-partition", "hold": 3})
+    path = tmp_path / "mirror-ci.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    result = chaos_run(str(path), "workload.duration_s=20", "workload.mirror.failover=true",
                        "workload.mirror.emit_checkpoints_interval_s=2")
     run_dir = result.run_dir
     summary = json.loads((run_dir / "report" / "summary.json").read_text())
@@ -36,7 +44,9 @@ def test_a_mirrored_topic_under_faults_on_source_target_and_mm2_then_a_failover(
     assert a["mirror_lost"] == 0 and a["translation_skip"] == 0, a
     events = read_table(run_dir, "events").to_pandas()
     faults = events[events.kind.isin(["fault", "heal"])]
-    assert sorted(faults[faults.kind == "heal"].name) == ["kill", "mm2-kill", "mm2-pause", "pause"]
+    assert sorted(faults[faults.kind == "heal"].name) == ["kill", "link-partition", "mm2-kill", "mm2-pause", "pause"]
+    [cut] = [json.loads(d) for d in faults[(faults.kind == "fault") & (faults.name == "link-partition")].detail]
+    assert cut.get("inject_error") is None, cut
     [paused] = [json.loads(d) for d in faults[(faults.kind == "fault") & (faults.name == "pause")].detail]
     assert paused["cluster"] == "target" and paused.get("inject_error") is None, paused
     [target_node] = faults[(faults.kind == "fault") & (faults.name == "pause")].target

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import subprocess
 import sys
+import time
 import uuid
 
 import pytest
@@ -46,20 +47,26 @@ def _produce(cluster, values: list[str], **conf) -> list[str]:
     return errors
 
 
-def _read_all(cluster) -> list[str]:
+def _read_all(cluster, within_s: float = 90) -> list[str]:
+    """Every record of the topic, read from the start; fails naming how many it read if
+    the log's end is not reached `within_s` (CI once read none of the last test's 40 in
+    the 40 s this loop had: a slow reader is not a lost record)."""
     c = Consumer({"bootstrap.servers": cluster.bootstrap_servers(), "group.id": uuid.uuid4().hex,
                   "auto.offset.reset": "earliest", "enable.auto.commit": False})
     try:
         parts = [TopicPartition(TOPIC, p) for p in range(3)]
         ends = [c.get_watermark_offsets(tp, timeout=10)[1] for tp in parts]
         c.assign(parts)
-        out, want = [], sum(ends)
-        for _ in range(200):
-            for msg in c.consume(100, timeout=0.2):
-                if not msg.error():
+        out, want, deadline = [], sum(ends), time.monotonic() + within_s
+        errors: list[str] = []
+        while len(out) < want and time.monotonic() < deadline:
+            for msg in c.consume(100, timeout=0.5):
+                if msg.error():
+                    errors.append(msg.error().name())
+                else:
                     out.append(msg.value().decode())
-            if len(out) >= want:
-                break
+        assert len(out) >= want, (f"read {len(out)} of the log's {want} records in {within_s} s "
+                                  f"(ends {ends}; consumer errors {errors[-5:]})")
         return out
     finally:
         c.close()

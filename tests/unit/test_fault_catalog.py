@@ -54,6 +54,8 @@ VALID = {
     "exec": (LEADER, {"inject": "echo {node}", "heal": "echo {id}"}, "exec"),
     "mm2-kill": (None, None, "mm2-kill"),
     "mm2-pause": (None, {}, "mm2-pause"),
+    "link-partition": (None, {"side": "target"}, "link-partition"),
+    "link-latency": (None, {"latency_ms": 200, "jitter_ms": 20}, "link-latency"),
 }
 
 

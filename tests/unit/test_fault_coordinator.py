@@ -24,15 +24,13 @@ def _read_request(conn) -> bytes:
 
 class FakeBroker:
     """Answers FindCoordinator v1 requests with canned (error, node_id) answers, in
-    turn, and keeps what it was asked."""
+    turn, and keeps what it was asked (a subclass answers another version)."""
 
     def __init__(self, answers):
-        self.answers = list(answers)
-        self.asked: list[tuple] = []
+        self.answers, self.asked = list(answers), []
         self.server = socket.create_server(("127.0.0.1", 0))
         self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
-        self.thread = threading.Thread(target=self._serve, daemon=True)
-        self.thread.start()
+        threading.Thread(target=self._serve, daemon=True).start()
 
     def _serve(self):
         while self.answers:
@@ -40,17 +38,20 @@ class FakeBroker:
             with conn:
                 req = _read_request(conn)
                 api, version, cid, n = struct.unpack_from(">hhih", req, 0)
-                at = 10 + n
-                (klen,) = struct.unpack_from(">h", req, at)
-                key = req[at + 2:at + 2 + klen].decode()
-                (key_type,) = struct.unpack_from(">b", req, at + 2 + klen)
-                self.asked.append((api, version, key, key_type))
-                error, node = self.answers.pop(0)
-                host = b"10.0.0.%d" % node
-                body = (struct.pack(">iih", cid, 0, error) + struct.pack(">h", -1)
-                        + struct.pack(">i", node) + struct.pack(">h", len(host)) + host
-                        + struct.pack(">i", 9092))
+                body = self.answer(req, api, version, cid, 10 + n)
                 conn.sendall(struct.pack(">i", len(body)) + body)
+
+    def answer(self, req: bytes, api: int, version: int, cid: int, at: int) -> bytes:
+        """The response body to a request whose body starts at `at`."""
+        (klen,) = struct.unpack_from(">h", req, at)
+        key = req[at + 2:at + 2 + klen].decode()
+        (key_type,) = struct.unpack_from(">b", req, at + 2 + klen)
+        self.asked.append((api, version, key, key_type))
+        error, node = self.answers.pop(0)
+        host = b"10.0.0.%d" % node
+        return (struct.pack(">iih", cid, 0, error) + struct.pack(">h", -1)
+                + struct.pack(">i", node) + struct.pack(">h", len(host)) + host
+                + struct.pack(">i", 9092))
 
     def close(self):
         self.server.close()
@@ -162,31 +163,16 @@ def test_v6_response_is_read_key_by_key():
         fc.decode_response_v6(payload, 8)
 
 
-class FakeShareBroker:
+class FakeShareBroker(FakeBroker):
     """Answers FindCoordinator v6 with canned (error, node_id) answers, in turn."""
 
-    def __init__(self, answers):
-        self.answers, self.asked = list(answers), []
-        self.server = socket.create_server(("127.0.0.1", 0))
-        self.address = f"127.0.0.1:{self.server.getsockname()[1]}"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while self.answers:
-            conn, _ = self.server.accept()
-            with conn:
-                req = _read_request(conn)
-                api, version, cid, n = struct.unpack_from(">hhih", req, 0)
-                at = 10 + n + 1                                     # client id, header tags
-                key_type, count, klen = req[at], req[at + 1] - 1, req[at + 2] - 1
-                key = req[at + 3:at + 3 + klen].decode()
-                self.asked.append((api, version, key_type, count, key))
-                error, node = self.answers.pop(0)
-                body = _v6_answer(cid, [(key, node, error, None)])
-                conn.sendall(struct.pack(">i", len(body)) + body)
-
-    def close(self):
-        self.server.close()
+    def answer(self, req: bytes, api: int, version: int, cid: int, at: int) -> bytes:
+        at += 1                                                     # header tags
+        key_type, count, klen = req[at], req[at + 1] - 1, req[at + 2] - 1
+        key = req[at + 3:at + 3 + klen].decode()
+        self.asked.append((api, version, key_type, count, key))
+        error, node = self.answers.pop(0)
+        return _v6_answer(cid, [(key, node, error, None)])
 
 
 def test_find_coordinator_asks_v6_for_a_share_key_and_retries_not_available():

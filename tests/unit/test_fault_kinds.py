@@ -142,6 +142,7 @@ COLOURS = {
     "zk-session-expiry": "#dfc27d", "zk-migration": "#dfc27d",
     "rolling-restart": "#e6f5d0", "rolling-restart-hard": "#e6f5d0", "rolling-upgrade": "#e6f5d0",
     "mm2-kill": "#bebada", "mm2-pause": "#bebada",
+    "link-partition": "#bebada", "link-latency": "#bebada",
 }
 
 

@@ -199,6 +199,52 @@ def test_replication_lag_per_partition_and_per_second():
     m = mirror_metrics([config, *events])
     [line] = _words({"mirror": m})
     assert "at most 40 records (median 3)" in line, line
+    assert "(source end − target end)" in line
+
+
+def test_with_exactly_once_the_lag_is_measured_from_mm2s_committed_offsets():
+    """The target's end offsets count MM2's transaction markers (here 60 beyond the
+    source's end: the end-offset lag reads 0); MM2's committed source offsets, written
+    in the copies' transaction, say partition 0 has its records up to offset 89 copied
+    (30 behind), partition 1 all (offset 49 of 50), partition 2 none yet (all 7)."""
+    from families.mirror import _words
+    from families.mirror.lag import lag_rows
+    renamed = {"orders": "source.orders"}
+    rows = lag_rows({("orders", 0): (0, 120), ("orders", 1): (0, 50), ("orders", 2): (3, 10)},
+                    {("source.orders", 0): (0, 180), ("source.orders", 1): (0, 75)}, renamed,
+                    committed={("orders", 0): 89, ("orders", 1): 49})
+    assert [(r["partition"], r["committed"], r["lag"]) for r in rows] == [
+        (0, 89, 30), (1, 49, 0), (2, None, 7)]
+    assert rows[0]["target_end"] == 180                 # still said, not the measure
+    [line] = _words({"mirror": {"exactly_once": True, "target_version": "4.3.1",
+                                "source_version": "4.3.1", "caught_up": None,
+                                "lag_per_second": [{"second": 1, "lag": 30}]}})
+    assert "Replication lag (source end − MM2's committed source offsets)" in line, line
+
+
+def test_a_run_whose_mm2_checkpointed_nothing_says_its_translations_were_not_judged():
+    import json as _json
+
+    from families.mirror import FAMILY, _words, mirror_metrics
+    config = {"kind": "client", "name": "mirror-config", "ts_us": 0, "detail": _json.dumps(
+        {"source_version": "3.9.2", "target_version": "4.3.1", "exactly_once": False,
+         "target_topics": {"orders": "source.orders"}})}
+
+    def caught(n: int) -> dict:
+        return {"kind": "client", "name": "mirror-caught-up", "ts_us": 1, "detail": _json.dumps(
+            {"caught_up": True, "waited_s": 0.5, "partitions": [], "checkpoints": n})}
+    for n, said in ((0, "no checkpoint of the source's groups: no translated offset was judged"),
+                    (6, "It emitted 6 checkpoints of the source's groups.")):
+        m = mirror_metrics([config, caught(n)])
+        [line] = _words({"mirror": m})
+        assert said in line, line
+        assert FAMILY.metrics(_RunEvents([config, caught(n)]))["counts"]["mirror_checkpoints"] == n
+
+
+class _RunEvents:
+    """What the family's metrics read of a run: its events."""
+    def __init__(self, events: list[dict]):
+        self.events = events
 
 
 def test_a_translation_row_in_words_names_a_checkpoint_or_a_failover():

@@ -38,9 +38,14 @@ def test_defaults_and_facts():
     assert (p.name, p.group, p.processing, p.instance_names) == ("pl0", "pl0", "exactly_once",
                                                                   ["pl0i0", "pl0i1"])
     alo = pipeline(1, {"input_topic": "c", "output_topic": "d", "processing": "at_least_once"})
-    assert facts(Workload(pipelines=(p,))) == {"pipelines": True, "pipeline_exactly_once": True}
+    assert facts(Workload(pipelines=(p,))) == {"pipelines": True, "pipeline_exactly_once": True,
+                                               "pipeline_churned": False}
     assert facts(Workload(pipelines=(p, alo)))["pipeline_exactly_once"] is False
-    assert facts(Workload()) == {"pipelines": False, "pipeline_exactly_once": None}
+    assert facts(Workload()) == {"pipelines": False, "pipeline_exactly_once": None,
+                                 "pipeline_churned": False}
+    churned = pipeline(2, {"input_topic": "e", "output_topic": "f",
+                           "churn": {"how": "kill", "first_s": 15}})
+    assert facts(Workload(pipelines=(p, churned)))["pipeline_churned"] is True
 
 
 def test_the_streams_processor_is_built_and_its_protocol_defaults_to_classic():
@@ -99,3 +104,18 @@ def test_java_only_settings_are_refused_for_java_only():
     with pytest.raises(SpecError) as e:
         pipeline(0, {**conf, "client": "java"})
     assert e.value.field == "client_config.max.poll.records"
+
+
+def test_the_transactional_ids_a_fault_can_name_are_each_exactly_once_slots():
+    from types import SimpleNamespace
+
+    from families.pipelines.clients import PipelineWorkloads
+    from families.pipelines.section import transactional_id_of
+    pipes = (pipeline(0, {"input_topic": "a", "output_topic": "b"}),
+             pipeline(1, {"input_topic": "c", "output_topic": "d", "client": "streams"}),
+             pipeline(2, {"input_topic": "e", "output_topic": "f", "processing": "at_least_once"}))
+    ids, prefixes = PipelineWorkloads(SimpleNamespace(run_id="r1"),
+                                      Workload(pipelines=pipes)).fault_transactional_ids()
+    assert ids == {"pl0i0": transactional_id_of("r1", "pl0i0"),
+                   "pl0i1": transactional_id_of("r1", "pl0i1")}
+    assert prefixes == {"pl1i0": ("pl1-", 0), "pl1i1": ("pl1-", 1)}   # Streams names its own

@@ -11,18 +11,10 @@ import time
 
 import pytest
 
+from clusters import protocol_proxy as pp
 from clusters.kafka_requests import parse_request_header
 from clusters.kafka_wire import recv_exact
-from clusters.protocol_proxy import (
-    DELAY_REQUEST,
-    DELAY_RESPONSE,
-    DISCONNECT_AFTER,
-    DISCONNECT_BEFORE,
-    DROP_RESPONSE,
-    ERROR,
-    ProtocolProxy,
-    Rule,
-)
+from clusters.protocol_proxy import ProtocolProxy, Rule
 
 ANSWER_PAUSE_S = 0.05
 
@@ -90,19 +82,19 @@ def answers(port: int, frames: list[bytes], expect: int, timeout: float = 3.0) -
 def test_an_error_we_write_waits_behind_the_brokers_earlier_answers(relay):
     proxy, port, upstream = relay
     events = []
-    proxy.set_rules("f", [Rule("r", ERROR, api_keys=frozenset({0}), count=1, error_code=6)],
+    proxy.set_rules("f", [Rule("r", pp.ERROR, api_keys=frozenset({0}), count=1, error_code=6)],
                     events.append)
     got = answers(port, [metadata_frame(1), produce_frame(2), metadata_frame(3)], 3)
     assert got == [1, 2, 3]                  # ours was ready first; it still comes second
     assert upstream.received == [1, 3]       # the Produce never reached the broker
     assert [(e["api"], e["correlation_id"], e["action"], e["broker"]) for e in events] == \
-        [("Produce", 2, ERROR, 1)]
+        [("Produce", 2, pp.ERROR, 1)]
     assert proxy.requests_seen[(1, "Produce")] == 1
 
 
 def test_dropped_response_reaches_the_broker_and_never_the_client(relay):
     proxy, port, upstream = relay
-    proxy.set_rules("f", [Rule("r", DROP_RESPONSE, api_keys=frozenset({0}))], lambda e: None)
+    proxy.set_rules("f", [Rule("r", pp.DROP_RESPONSE, api_keys=frozenset({0}))], lambda e: None)
     assert answers(port, [produce_frame(1), metadata_frame(2)], 1) == [2]
     assert upstream.received == [1, 2]
     assert proxy.clear_rules("f") == {"r": 1}
@@ -110,13 +102,13 @@ def test_dropped_response_reaches_the_broker_and_never_the_client(relay):
 
 def test_count_limits_and_clients_outside_the_prefix_pass(relay):
     proxy, port, _ = relay
-    proxy.set_rules("f", [Rule("r", DROP_RESPONSE, count=1),
-                          Rule("other", DROP_RESPONSE, client_id_prefix="someone-else")],
+    proxy.set_rules("f", [Rule("r", pp.DROP_RESPONSE, count=1),
+                          Rule("other", pp.DROP_RESPONSE, client_id_prefix="someone-else")],
                     lambda e: None)
     assert answers(port, [metadata_frame(i) for i in range(1, 5)], 3) == [2, 3, 4]
 
 
-@pytest.mark.parametrize("action", [DELAY_REQUEST, DELAY_RESPONSE])
+@pytest.mark.parametrize("action", [pp.DELAY_REQUEST, pp.DELAY_RESPONSE])
 def test_delays_hold_the_exchange(relay, action):
     proxy, port, _ = relay
     proxy.set_rules("f", [Rule("r", action, delay_ms=600)], lambda e: None)
@@ -127,7 +119,7 @@ def test_delays_hold_the_exchange(relay, action):
 
 def test_disconnect_before_forwards_nothing(relay):
     proxy, port, upstream = relay
-    proxy.set_rules("f", [Rule("r", DISCONNECT_BEFORE, api_keys=frozenset({0}))], lambda e: None)
+    proxy.set_rules("f", [Rule("r", pp.DISCONNECT_BEFORE, api_keys=frozenset({0}))], lambda e: None)
     with pytest.raises(ConnectionError):
         answers(port, [produce_frame(1)], 1)
     assert upstream.received == []
@@ -135,7 +127,7 @@ def test_disconnect_before_forwards_nothing(relay):
 
 def test_disconnect_after_lets_the_broker_answer_first(relay):
     proxy, port, upstream = relay
-    proxy.set_rules("f", [Rule("r", DISCONNECT_AFTER, api_keys=frozenset({0}))], lambda e: None)
+    proxy.set_rules("f", [Rule("r", pp.DISCONNECT_AFTER, api_keys=frozenset({0}))], lambda e: None)
     with pytest.raises(ConnectionError):
         answers(port, [metadata_frame(1), produce_frame(2)], 2)
     assert upstream.received == [1, 2]
@@ -146,7 +138,7 @@ def test_probability_is_seeded(relay):
     picked = []
     for _ in range(2):
         events = []
-        proxy.set_rules("f", [Rule("r", DELAY_RESPONSE, probability=0.5)], events.append, seed=7)
+        proxy.set_rules("f", [Rule("r", pp.DELAY_RESPONSE, probability=0.5)], events.append, seed=7)
         answers(port, [metadata_frame(i) for i in range(20)], 20)
         proxy.clear_rules("f")
         picked.append([e["correlation_id"] for e in events])
@@ -157,7 +149,7 @@ def test_a_delayed_request_lands_after_its_client_gave_up(relay):
     """What a producer's request timeout leaves behind: the client closes while we hold
     its Produce; the broker still gets it, after the delay, and answers it."""
     proxy, port, upstream = relay
-    proxy.set_rules("f", [Rule("r", DELAY_REQUEST, api_keys=frozenset({0}), delay_ms=300)],
+    proxy.set_rules("f", [Rule("r", pp.DELAY_REQUEST, api_keys=frozenset({0}), delay_ms=300)],
                     lambda e: None)
     with socket.create_connection(("127.0.0.1", port)) as s:
         s.sendall(produce_frame(1))

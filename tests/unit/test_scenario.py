@@ -113,6 +113,20 @@ def test_phase_records_and_interruption(tmp_path):
     assert interruption(tmp_path) is None           # a complete drain: judge it
 
 
+def test_a_drain_that_read_less_than_all_is_judged_as_its_run_judged_it(tmp_path):
+    """MirrorMaker 2 not caught up, or a share drain incomplete: the phase ends failed
+    with no error, the run goes on to judge it, and `harness verify` judges it too (it
+    said UNKNOWN, exit 2, of a run that had passed); a drain that raised is not judged."""
+    log = PhaseLog(tmp_path, None)
+    with log.phase("drain") as detail:
+        detail["_outcome"] = "failed"
+    assert json.loads((tmp_path / "phases.json").read_text())[0]["outcome"] == "failed"
+    assert interruption(tmp_path) is None
+    (tmp_path / "phases.json").write_text(json.dumps([
+        {"name": "drain", "outcome": "failed", "error": "KafkaException: broker down"}]))
+    assert interruption(tmp_path).startswith("failed in phase drain (KafkaException: broker down)")
+
+
 def test_a_run_killed_mid_phase_reads_as_killed(tmp_path):
     (tmp_path / "phases.json").write_text(json.dumps([
         {"name": "validate", "outcome": "ok", "error": None},

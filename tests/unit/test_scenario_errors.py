@@ -245,6 +245,27 @@ CASES = [
     ("an mm2 fault with a target", MIRROR + _timeline(
         "{at: 5, fault: mm2-pause, target: random_broker}"), 21,
      ["faults.timeline[0].target", "takes no target"]),
+    ("a link partition without a mirror", BASE + _timeline(
+        "{at: 5, fault: link-partition, hold: 5}"), 18,
+     ["faults.timeline[0].fault", "link-partition", "no workload.mirror"]),
+    ("a link latency without a mirror", BASE + _timeline(
+        "{at: 5, fault: link-latency, hold: 5}"), 18,
+     ["faults.timeline[0].fault", "link-latency", "no workload.mirror"]),
+    ("a link partition of an unknown side", MIRROR + _timeline(
+        "{at: 5, fault: link-partition, params: {side: both}, hold: 5}"), 21,
+     ["faults.timeline[0].params.side", "'both' is not allowed", "'source'"]),
+    ("a link latency without a link proxy", MIRROR + _timeline(
+        "{at: 5, fault: link-latency, params: {latency_ms: 200}, hold: 5}"), 21,
+     ["faults.timeline[0].fault", "link proxy", "link_proxy: true"]),
+    ("a link cut inside an mm2-pause", MIRROR + _timeline(
+        "{at: 5, fault: mm2-pause, hold: 3}") + "    - {at: 9, fault: link-partition, hold: 4}\n", 22,
+     ["faults.timeline[1].at", "cut at 9 s", "timeline[0]'s mm2-pause (5 s to 8 s)", "after the pause's heal"]),
+    ("a link heal inside an mm2-pause", MIRROR + _timeline(
+        "{at: 2, fault: link-partition, hold: 6}") + "    - {at: 6, fault: mm2-pause}\n", 21,
+     ["faults.timeline[0].hold", "heal at 8 s", "mm2-pause (6 s to heal-all)"]),
+    ("a link latency of 0 ms", MIRROR + "    link_proxy: true\n" + _timeline(
+        "{at: 5, fault: link-latency, params: {latency_ms: 0}, hold: 5}"), 22,
+     ["faults.timeline[0].params.latency_ms", "greater than or equal to 1"]),
 ]
 
 

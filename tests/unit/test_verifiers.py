@@ -164,13 +164,15 @@ def test_expectation_is_frozen():
 
 
 def test_verify_command_crash_is_exit_2_not_1(monkeypatch, tmp_path):
-    import verifiers.verify as verify
+    import harness.run.judge as judge
     from harness.cli import main
 
     def boom(*a, **k):
         raise RuntimeError("java gateway exited")
 
-    monkeypatch.setattr(verify, "verify_run", boom)
+    # where the verify command calls it (patching verifiers.verify would leak into
+    # harness.run.judge if this test were the first to import it)
+    monkeypatch.setattr(judge, "verify_run", boom)
     assert main(["verify", str(tmp_path)]) == 2
 
 
@@ -212,3 +214,75 @@ def test_defaults_of_families_a_run_does_not_have_are_left_out():
     everything = load_expectations(None, "none")
     assert everything.for_families(("records",)).expectations != everything.expectations
     assert "pipeline_lost" not in {e.metric for e in everything.for_families(("records",)).expectations}
+
+
+def test_a_mirror_run_whose_groups_mm2_never_checkpointed_fails_by_default():
+    """mirror_checkpoints > 0 when mirror_translates: a run in which a consumer group reads
+    a mirrored topic and MM2 emitted no checkpoint judged no translated offset
+    (translation_skip == 0 held with nothing to hold for); without a group it does not
+    apply; a run without a mirror is not told about it."""
+    import yaml
+
+    from families.mirror.section import facts as mirror_facts
+    from harness.scenario import BUILTIN_DIR
+    doc = yaml.safe_load((BUILTIN_DIR / "mirror-mm2-kill.yaml").read_text())
+    facts, sources = derive_facts(doc)
+    assert facts["mirror_translates"] is True
+    no_group = dict(doc, workload={k: v for k, v in doc["workload"].items() if k != "consumers"})
+    assert derive_facts(no_group)[0]["mirror_translates"] is False
+    # g0 reads orders; only audit is mirrored
+    other = dict(doc, topics=[*doc["topics"], dict(doc["topics"][0], name="audit")],
+                 workload=dict(doc["workload"], mirror=dict(doc["workload"]["mirror"], topics=["audit"])))
+    assert derive_facts(other)[0]["mirror_translates"] is False
+    assert mirror_facts(type("W", (), {"mirror": None})())["mirror_translates"] is False
+    exps = load_expectations(None, "none").for_families(("records", "mirror"))
+    summary = {"anomalies": {m: 0 for m in {e.metric for e in exps.expectations}},
+               "counts": {"mirror_checkpoints": 0, "workload_deaths": 0, "fault_errors": 0,
+                          "load_shortfall": 0}}
+    for m in ("mirror_checkpoints", "workload_deaths", "fault_errors", "load_shortfall"):
+        summary["anomalies"].pop(m, None)
+    v = judge(summary, exps, facts, sources)
+    assert v.status == "failed" and v.failures == (
+        "mirror_checkpoints: 0 <= 0 (expected mirror_checkpoints > 0 when mirror_translates)",), v.failures
+    summary["counts"]["mirror_checkpoints"] = 6
+    assert judge(summary, exps, facts, sources).status == "passed"
+    summary["counts"]["mirror_checkpoints"] = 0
+    assert judge(summary, exps, dict(facts, mirror_translates=False), sources).status == "passed"
+    records_only = load_expectations(None, "none").for_families(("records",))
+    assert "mirror_checkpoints" not in {e.metric for e in records_only.expectations}
+
+
+@pytest.mark.parametrize("builtin, family, count, bad, good, fact", [
+    ("pipeline-eos-processor-churn", "pipelines", "pipeline_handovers", 0, 2, "pipeline_churned"),
+    ("share-member-churn", "shares", "share_held_returns", 0, 1, "share_churned"),
+    ("compaction-under-faults", "compacted", "compacted_cleaner_not_passed", 1, 0, None),
+    ("mirror-mm2-kill", "mirror", "mirror_partitions_behind", 3, 0, None),
+])
+def test_a_run_that_exercised_nothing_of_its_family_fails_by_default(builtin, family, count, bad,
+                                                                      good, fact):
+    """Each family's default that its run exercised what its kinds judge: a pipeline churn
+    that moved no state (every instance it hit had committed nothing), a share churn that
+    returned no record (every member it hit held nothing), a compacted topic the cleaner
+    never passed, a mirror whose MM2 had not caught up (mirror_lost judges no record of
+    the partitions behind). The built-in scenario has the fact; without it, the default
+    does not apply; a run without the family is not told of it."""
+    import yaml
+
+    from harness.scenario import BUILTIN_DIR
+    facts, sources = derive_facts(yaml.safe_load((BUILTIN_DIR / f"{builtin}.yaml").read_text()))
+    if fact:
+        assert facts[fact] is True
+    exps = load_expectations(None, "none").for_families(("records", family))
+    counts = {count: bad, "workload_deaths": 0, "fault_errors": 0, "load_shortfall": 0,
+              **({"mirror_checkpoints": 4} if family == "mirror" else {})}
+    summary = {"anomalies": {m: 0 for m in {e.metric for e in exps.expectations} - set(counts)},
+               "counts": counts}
+    v = judge(summary, exps, facts, sources)
+    assert v.status == "failed" and len(v.failures) == 1 and v.failures[0].startswith(f"{count}: "), v.failures
+    summary["counts"][count] = good
+    assert judge(summary, exps, facts, sources).status == "passed"
+    if fact:
+        summary["counts"][count] = bad
+        assert judge(summary, exps, dict(facts, **{fact: False}), sources).status == "passed"
+    records_only = load_expectations(None, "none").for_families(("records",))
+    assert count not in {e.metric for e in records_only.expectations}

@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 
-from workloads.process import WorkerProcess
+import pytest
+
+from workloads.process import StopCheck, WorkerProcess, run_worker
 
 
 def _sleep_then_exit(stop_event, parent_pid, seconds):
@@ -60,3 +63,50 @@ def test_a_producer_that_dies_says_why_and_is_counted_once(tmp_path):
     [death] = workload_deaths(parse_events(rows, None))
     assert (death["workload"], death["kind"], death["exitcode"]) == ("p0", "producer", 1)
     assert "no.such.property" in death["error"]
+
+
+class _Worker:
+    def __init__(self, fails: BaseException | None):
+        self.fails, self.calls = fails, []
+
+    def run(self, stop_event, parent_pid):
+        self.calls.append("run")
+        if self.fails is not None:
+            raise self.fails
+
+    def close(self):
+        self.calls.append("close")
+
+
+def test_a_worker_that_ends_on_an_error_records_its_death_then_raises_and_closes():
+    emitted = []
+    w = _Worker(ValueError("boom"))
+    with pytest.raises(ValueError):
+        run_worker(w, None, os.getpid(), "consumer",
+                   lambda name, **d: emitted.append((name, d, list(w.calls))))
+    [(name, detail, calls_then)] = emitted
+    assert name == "workload-died" and detail["workload"] == "consumer"
+    assert detail["error"] == "ValueError: boom" and calls_then == ["run"]   # before close
+    assert w.calls == ["run", "close"]
+
+
+def test_a_worker_that_stops_cleanly_records_nothing_and_is_closed():
+    emitted = []
+    w = _Worker(None)
+    run_worker(w, None, os.getpid(), "pipeline-processor", lambda *a, **d: emitted.append(a))
+    assert emitted == [] and w.calls == ["run", "close"]
+
+
+def test_the_stop_check_looks_at_the_stop_event_once_per_interval_at_most():
+    stop = threading.Event()
+    stopping = StopCheck(stop, os.getppid(), every_s=0.05)
+    stop.set()
+    assert not stopping()                  # asked again within the interval: not looked at
+    time.sleep(0.06)
+    assert stopping()
+
+
+def test_the_stop_check_stops_when_the_parent_is_gone():
+    stopping = StopCheck(threading.Event(), os.getppid() + 1_000_000, every_s=0.0)
+    time.sleep(0.001)
+    assert stopping()

@@ -107,6 +107,22 @@ class Lines {
                 + (System.currentTimeMillis() - jvm) + " ms since the JVM started)");
     }
 
+    /** initTransactions, called again while it times out (the transaction coordinator is
+     *  away: moving, killed, paused; the next call finds the new one), until `giveUp`
+     *  says stop, when the timeout is thrown. */
+    static void initTransactions(org.apache.kafka.clients.producer.Producer<?, ?> producer,
+                                 java.util.function.BooleanSupplier giveUp) {
+        while (true) {
+            try {
+                producer.initTransactions();
+                mark("initTransactions done");
+                return;
+            } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                if (giveUp.getAsBoolean()) throw e;
+            }
+        }
+    }
+
     /** An `error` line {err, reason: "<during>: <the exception and its causes>", fatal};
      *  the exception's name. */
     static String error(Throwable e, String during, boolean fatal) {

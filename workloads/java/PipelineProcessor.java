@@ -153,15 +153,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
 
     void initTransactions() {
         long deadline = System.currentTimeMillis() + restoreTimeoutMs;
-        while (true) {
-            try {
-                producer.initTransactions();
-                mark("initTransactions done");
-                return;
-            } catch (TimeoutException e) {
-                if (stopping || System.currentTimeMillis() > deadline) throw e;  // the coordinator is away: again
-            }
-        }
+        Lines.initTransactions(producer, () -> stopping || System.currentTimeMillis() > deadline);
     }
 
     void closeClients() {

@@ -92,15 +92,7 @@ public class TxnProducer extends Lines {
     void makeProducer() {
         producer = new KafkaProducer<>(conf, new ByteArraySerializer(), new ByteArraySerializer());
         mark("producer made");
-        while (true) {
-            try {
-                producer.initTransactions();
-                mark("initTransactions done");
-                return;
-            } catch (TimeoutException e) {
-                if (stopping) throw e;           // the coordinator is away: try again
-            }
-        }
+        initTransactions(producer, () -> stopping);
     }
 
     boolean done() {

@@ -1,7 +1,13 @@
 """Hand-built histories for the reconciler tests, written through HistoryWriter."""
 from __future__ import annotations
 
+import pyarrow.parquet as pq
+
 from core.history import HistoryWriter, record_id
+from families import FAMILIES
+from spark_reports import pipeline
+from verifiers.judgement import Judgement
+from verifiers.verdict import judge
 
 T0 = 1_700_000_000_000_000
 
@@ -68,3 +74,19 @@ class History:
     def close(self) -> None:
         for w in self.w.values():
             w.close()
+
+
+def reconcile(run_dir, spark, facts: dict | None = None, families=FAMILIES):
+    """The reconciler on a hand-built history, judged against the default expectations,
+    every fact unknown but those in `facts`."""
+    j = Judgement.without_model("unknown: a synthetic history", html=False)
+    known = {**j.facts, **(facts or {})}
+    sources = {**j.fact_sources, **{f: "test" for f in facts or {}}}
+    return pipeline.reconcile(
+        str(run_dir), {"notes": [], "config": {}}, families, j.threshold_s,
+        lambda s, why: judge(s, j.expectations, known, sources), spark=spark, write_html=False)
+
+
+def anomaly_rows(run_dir, kind: str) -> list[dict]:
+    """The rows the reconciler wrote for one anomaly kind."""
+    return pq.read_table(run_dir / "report" / "anomalies" / kind).to_pylist()

@@ -22,7 +22,8 @@ ROOT = Path(__file__).resolve().parents[3]
 def test_a_spark_session_loads_its_classes_from_the_archive(tmp_path, history_rows, jit):
     """With either JIT setting (session.QUICK_JIT_MAX_ROWS), which the JVM really runs with."""
     if not class_cache.enabled() or not class_cache.archive_path().is_file():
-        pytest.skip("no class archive: scripts/setup.sh writes it")
+        pytest.skip("no class archive: `python -m verifiers.class_archive` writes it "
+                    "(scripts/setup.sh with HARNESS_SETUP_CLASS_ARCHIVE=1)")
     log = tmp_path / "classes-%p.log"
     # JDK_JAVA_OPTIONS reaches every JVM the launcher starts; %p keeps them apart
     env = {**os.environ, "JDK_JAVA_OPTIONS": f"-Xlog:class+load=info:file={log}"}

@@ -9,14 +9,8 @@ from __future__ import annotations
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
-from histories import T0, History
-
-from families import FAMILIES
-from spark_reports import pipeline
-from verifiers.judgement import Judgement
-from verifiers.verdict import judge
+from histories import T0, History, anomaly_rows, reconcile
 
 pytestmark = pytest.mark.spark
 
@@ -60,18 +54,6 @@ class CompactedHistory(History):
             "isolation": "read_uncommitted", "recv_ts_us": READ_AT + offset})
 
 
-def _reconcile(run_dir, spark):
-    j = Judgement.without_model("unknown: a synthetic history", html=False)
-    return pipeline.reconcile(
-        str(run_dir), {"notes": [], "config": {}}, FAMILIES, j.threshold_s,
-        lambda s, why: judge(s, j.expectations, j.facts, j.fact_sources), spark=spark,
-        write_html=False)
-
-
-def _rows(run_dir, kind: str) -> list[dict]:
-    return pq.read_table(run_dir / "report" / "anomalies" / kind).to_pylist()
-
-
 def _history(tmp_path) -> CompactedHistory:
     h = CompactedHistory(tmp_path)
     # k0: v0, v1 (last, kept) — fine; v0 cleaned away (not `lost`)
@@ -108,17 +90,17 @@ def _history(tmp_path) -> CompactedHistory:
 
 def test_each_compacted_kind_and_no_look_alike(tmp_path, spark):
     _history(tmp_path)
-    done = _reconcile(tmp_path, spark)
+    done = reconcile(tmp_path, spark)
     a = done.summary["anomalies"]
     assert a["compaction_stale"] == 2
     assert a["compaction_resurrected"] == 1
     # the records family does not count the cleaned-away writes as lost
     assert a["lost"] == 0 and a["unexpected"] == 0
-    stale = sorted(_rows(tmp_path, "compaction_stale"), key=lambda r: r["key"])
+    stale = sorted(anomaly_rows(tmp_path, "compaction_stale"), key=lambda r: r["key"])
     assert [(r["key"], r["version"], r["offset"], r["held_version"], r["held_offset"])
             for r in stale] == [("k1", 2, 4, 1, 3), ("k2", 0, 5, None, None)]
     assert stale[0]["explain_at_us"] == stale[0]["ack_ts_us"]
-    res = _rows(tmp_path, "compaction_resurrected")
+    res = anomaly_rows(tmp_path, "compaction_resurrected")
     assert [(r["key"], r["offset"], r["tombstone"], r["older_version"], r["older_offset"])
             for r in res] == [("k4", 8, True, 0, 7)]
     assert res[0]["age_ms"] > RETENTION_MS
@@ -133,6 +115,6 @@ def test_tombstone_above_the_cleaners_checkpoint_is_not_judged(tmp_path, spark):
     h.read("k4", 7, h.write("k4", 0, 7))
     h.write("k4", 1, 8, tombstone=True)
     h.close()
-    done = _reconcile(tmp_path, spark)
+    done = reconcile(tmp_path, spark)
     assert done.summary["anomalies"]["compaction_resurrected"] == 0
     assert done.summary["anomalies"]["compaction_stale"] == 0

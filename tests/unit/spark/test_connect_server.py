@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -79,6 +80,13 @@ def test_start_reuse_orphan_stale_state_and_idle_stop(state, monkeypatch):
     assert _gone(second.jvm_pid, second.jvm_start, within_s=60)
     assert _gone(second.supervisor_pid, second.supervisor_start)
     assert cs.read_state() is None and not list((state / "leases").iterdir())
+    # its state directory removed (a temporary HARNESS_STATE cleaned up): nobody can find
+    # it, so it stops rather than hold its memory until the idle timeout
+    monkeypatch.setenv("HARNESS_SPARK_IDLE_TIMEOUT", "30m")
+    third = cs.ensure_server()
+    shutil.rmtree(state.parent)
+    assert _gone(third.jvm_pid, third.jvm_start, within_s=60)
+    assert _gone(third.supervisor_pid, third.supervisor_start)
 
 
 def test_a_port_in_use_is_said_and_nothing_is_left(state, monkeypatch):

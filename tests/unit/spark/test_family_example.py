@@ -7,6 +7,7 @@ checkers and metrics run."""
 from __future__ import annotations
 
 import pytest
+from histories import reconcile
 from pyspark.sql import functions as F
 from synthetic import SyntheticSpec, generate
 
@@ -14,9 +15,6 @@ from families import FAMILIES
 from families.base import Family, Kind, RunData, distinct
 from families.records.checker import POS_COLS, Inputs
 from families.records.views import PRODUCED_COLS
-from spark_reports import pipeline
-from verifiers.judgement import Judgement
-from verifiers.verdict import judge
 
 pytestmark = pytest.mark.spark
 
@@ -42,19 +40,10 @@ TINY = Family(name="tiny", title="Tiny: slow acks", named_by=lambda workload: Tr
               metrics=acked_metrics, counts=("tiny_acked",))
 
 
-def _reconcile(run_dir, families):
-    j = Judgement.without_model("unknown: a synthetic history", html=False)
-    return pipeline.reconcile(
-        str(run_dir), {"notes": [], "config": {}}, families, j.threshold_s,
-        lambda s, why: judge(s, j.expectations, j.facts, j.fact_sources), spark=_reconcile.spark,
-        write_html=False).summary
-
-
 def test_a_new_family_is_its_package_and_one_registry_line(tmp_path, spark):
     generate(tmp_path, SyntheticSpec(records=2000, producers=2, partitions=2, rate_per_s=500,
                                      inject={"lost": 3}, seed=5))
-    _reconcile.spark = spark
-    with_tiny = _reconcile(tmp_path, (*FAMILIES, TINY))
+    with_tiny = reconcile(tmp_path, spark, families=(*FAMILIES, TINY)).summary
     import pyarrow.parquet as pq
     produced = pq.read_table(tmp_path / "history" / "produced").to_pylist()
     late = {r["record_id"] for r in produced
@@ -68,7 +57,7 @@ def test_a_new_family_is_its_package_and_one_registry_line(tmp_path, spark):
     # the other families' kinds are counted as before, beside it
     assert with_tiny["anomalies"]["lost"] == 3
     # a family not named is not checked: the records family alone has no transactions' kinds
-    records_only = _reconcile(tmp_path, FAMILIES[:1])
+    records_only = reconcile(tmp_path, spark, families=FAMILIES[:1]).summary
     assert "late_ack" not in records_only["anomalies"]
     assert "torn_transaction" not in records_only["anomalies"]
     assert records_only["anomalies"]["lost"] == 3

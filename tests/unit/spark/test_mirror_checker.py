@@ -13,12 +13,7 @@ import json
 
 import pyarrow.parquet as pq
 import pytest
-from histories import T0, History
-
-from families import FAMILIES
-from spark_reports import pipeline
-from verifiers.judgement import Judgement
-from verifiers.verdict import judge
+from histories import T0, History, anomaly_rows, reconcile
 
 pytestmark = pytest.mark.spark
 
@@ -79,28 +74,15 @@ def _history(tmp_path, exactly_once: bool) -> None:
     h.close()
 
 
-def _reconcile(run_dir, spark, exactly_once: bool):
-    j = Judgement.without_model("unknown: a synthetic history", html=False)
-    facts = {**j.facts, "mirror": True, "mirror_exactly_once": exactly_once}
-    return pipeline.reconcile(
-        str(run_dir), {"notes": [], "config": {}}, FAMILIES, j.threshold_s,
-        lambda s, why: judge(s, j.expectations, facts, j.fact_sources), spark=spark,
-        write_html=False)
-
-
-def _rows(run_dir, kind: str) -> list[dict]:
-    return pq.read_table(run_dir / "report" / "anomalies" / kind).to_pylist()
-
-
 def test_each_mirror_kind_and_no_look_alike(tmp_path, spark):
     _history(tmp_path, exactly_once=True)
-    done = _reconcile(tmp_path, spark, exactly_once=True)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": True})
     a = done.summary["anomalies"]
     assert a["mirror_lost"] == 1 and a["mirror_duplicate"] == 1, a
-    [lost] = _rows(tmp_path, "mirror_lost")
+    [lost] = anomaly_rows(tmp_path, "mirror_lost")
     assert (lost["record_id"], lost["partition"], lost["offset"], lost["target_topic"]) == \
         ("p0-2", 0, 2, COPY)
-    [dup] = _rows(tmp_path, "mirror_duplicate")
+    [dup] = anomaly_rows(tmp_path, "mirror_duplicate")
     assert (dup["record_id"], dup["target_copies"], dup["source_copies"]) == ("p0-3", 2, 1)
     assert dup["target_offsets"] == [f"{COPY}-0-2", f"{COPY}-0-4"]
     # the records family judged the source alone: its lost record, no copy as a duplicate
@@ -113,7 +95,7 @@ def test_each_mirror_kind_and_no_look_alike(tmp_path, spark):
 
 def test_duplicates_without_exactly_once_are_counted_not_failed(tmp_path, spark):
     _history(tmp_path, exactly_once=False)
-    done = _reconcile(tmp_path, spark, exactly_once=False)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": False})
     assert done.summary["anomalies"]["mirror_duplicate"] == 1
     failures = " ".join(done.verdict.failures)
     assert "mirror_duplicate" not in failures and "mirror_lost" in failures
@@ -128,7 +110,7 @@ def test_a_run_without_the_mirror_drain_judges_nothing(tmp_path, spark):
     rid = h.send(TOPIC, "p0", 0, partition=0, offset=0)
     h.drain(TOPIC, 0, 0, rid)
     h.close()
-    done = _reconcile(tmp_path, spark, exactly_once=False)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": False})
     assert done.summary["anomalies"]["mirror_lost"] == 0
 
 
@@ -165,15 +147,15 @@ def _translations(tmp_path, skip: bool) -> None:
 
 def test_translation_skip_and_rewind_found_per_checkpoint_and_no_look_alike(tmp_path, spark):
     _translations(tmp_path, skip=True)
-    done = _reconcile(tmp_path, spark, exactly_once=False)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": False})
     a = done.summary["anomalies"]
     assert a["translation_skip"] == 2 and a["translation_rewind"] == 3, a
-    skips = sorted(_rows(tmp_path, "translation_skip"), key=lambda r: r["offset"])
+    skips = sorted(anomaly_rows(tmp_path, "translation_skip"), key=lambda r: r["offset"])
     assert [(r["group_id"], r["record_id"], r["offset"], r["target_offset"]) for r in skips] == \
         [("g1", "p0-2", 2, 2), ("g1", "p0-4", 4, 4)]
     assert {(r["committed_offset"], r["translated_offset"], r["checkpoint_records"])
             for r in skips} == {(2, 5, 2)}
-    rewinds = {r["record_id"]: r for r in _rows(tmp_path, "translation_rewind")}
+    rewinds = {r["record_id"]: r for r in anomaly_rows(tmp_path, "translation_rewind")}
     assert set(rewinds) == {"p0-3", "p0-6", "p0-7"}
     assert rewinds["p0-3"]["checkpoints"] == 2 and rewinds["p0-3"]["translated_offset"] == 4
     # r9; the checkpoints' source rows are not the group's own commits (no run consumer
@@ -193,7 +175,7 @@ def test_translation_skip_and_rewind_found_per_checkpoint_and_no_look_alike(tmp_
 
 def test_translated_offsets_behind_are_counted_not_failed(tmp_path, spark):
     _translations(tmp_path, skip=False)
-    done = _reconcile(tmp_path, spark, exactly_once=False)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": False})
     a = done.summary["anomalies"]
     assert a["translation_skip"] == 0 and a["translation_rewind"] == 3, a
     assert "translation" not in " ".join(done.verdict.failures)
@@ -219,7 +201,7 @@ def test_a_stored_run_without_the_commits_cluster_column_still_reads(tmp_path, s
     for f in commits.glob("*.parquet"):
         f.unlink()
     pq.write_table(old, commits / "old-0.parquet")
-    done = _reconcile(tmp_path, spark, exactly_once=False)
+    done = reconcile(tmp_path, spark, {"mirror": True, "mirror_exactly_once": False})
     a = done.summary["anomalies"]
     assert a["translation_skip"] == 0 and a["translation_rewind"] == 0, a
     # the old commit is read as the group's own: it committed past p0-0, which no run

@@ -8,16 +8,12 @@ from __future__ import annotations
 
 import json
 
-import pyarrow.parquet as pq
 import pytest
-from histories import T0, History
+from histories import T0, History, anomaly_rows, reconcile
 
-from families import FAMILIES
 from families.pipelines.metrics import PipelineMetrics, pipeline_metrics
-from spark_reports import pipeline
 from verifiers.expectations import load_expectations
 from verifiers.facts import FACTS
-from verifiers.judgement import Judgement
 from verifiers.verdict import judge
 
 pytestmark = pytest.mark.spark
@@ -76,21 +72,6 @@ class PipeHistory(History):
                      isolation="read_committed", ts=ts)
 
 
-def _reconcile(run_dir, spark, facts: dict | None = None):
-    j = Judgement.without_model("unknown: a synthetic history", html=False)
-    if facts:
-        j = Judgement(j.expectations, {**{f: None for f in FACTS}, **facts},
-                      {f: "test" for f in FACTS}, html=False)
-    return pipeline.reconcile(
-        str(run_dir), {"notes": [], "config": {}}, FAMILIES, j.threshold_s,
-        lambda s, why: judge(s, j.expectations, j.facts, j.fact_sources), spark=spark,
-        write_html=False)
-
-
-def _rows(run_dir, kind: str) -> list[dict]:
-    return pq.read_table(run_dir / "report" / "anomalies" / kind).to_pylist()
-
-
 def test_each_pipeline_kind_and_no_look_alike(tmp_path, spark):
     h = PipeHistory(tmp_path)
     h.config("pl0", "in", "out", "exactly_once")
@@ -111,7 +92,7 @@ def test_each_pipeline_kind_and_no_look_alike(tmp_path, spark):
     h.output("out", "p0-8", "k0", 6)
     h.output("out", "p0-9", "k1", 4)
     h.close()
-    done = _reconcile(tmp_path, spark)
+    done = reconcile(tmp_path, spark)
     a = done.summary["anomalies"]
     assert a["pipeline_lost"] == 1
     assert a["pipeline_duplicate"] == 1
@@ -122,18 +103,18 @@ def test_each_pipeline_kind_and_no_look_alike(tmp_path, spark):
     assert a["int_send_skip"] == a["int_poll_skip"] == 0
     assert done.summary["counts"]["consumed_foreign"] == 10      # the outputs: not records
     assert done.verdict.status == "failed"
-    lost = _rows(tmp_path, "pipeline_lost")
+    lost = anomaly_rows(tmp_path, "pipeline_lost")
     assert [(r["record_id"], r["pipeline"], r["processing"]) for r in lost] == [
         ("p0-7", "pl0", "exactly_once")]
     assert lost[0]["explain_at_us"] == T0 + 7 * S + 10          # the input's ack
-    dup = _rows(tmp_path, "pipeline_duplicate")
+    dup = anomaly_rows(tmp_path, "pipeline_duplicate")
     assert sorted((r["source_record_id"], r["output_offset"], r["copies"]) for r in dup) == [
         ("p0-5", 5, 2), ("p0-5", 6, 2)]
     assert dup[0]["topic"] == "in" and dup[0]["offset"] == 5    # explained by its input
-    gap = _rows(tmp_path, "state_gap")
+    gap = anomaly_rows(tmp_path, "state_gap")
     assert [(r["source_record_id"], r["previous_count"], r["key_count"]) for r in gap] == [
         ("p0-6", 3, 5)]
-    rep = _rows(tmp_path, "state_repeat")
+    rep = anomaly_rows(tmp_path, "state_repeat")
     assert [(r["source_record_id"], r["output_offset"], r["previous_count"], r["key_count"])
             for r in rep] == [("p0-5", 6, 3, 3)]
     failed = " ".join(done.verdict.failures)
@@ -154,7 +135,7 @@ def test_at_least_once_duplicates_are_counted_not_violations(tmp_path, spark):
     h.output("out2", "q0-2", "k0", 5)
     h.output("out2", "q0-3", "k0", 6)
     h.close()
-    done = _reconcile(tmp_path, spark, {"pipelines": True, "pipeline_exactly_once": False})
+    done = reconcile(tmp_path, spark, {"pipelines": True, "pipeline_exactly_once": False})
     a = done.summary["anomalies"]
     assert a["pipeline_duplicate"] == 2
     assert a["pipeline_lost"] == a["state_gap"] == a["state_repeat"] == 0
@@ -167,13 +148,45 @@ def test_at_least_once_duplicates_are_counted_not_violations(tmp_path, spark):
     assert any("pipeline_duplicate" in f for f in verdict.failures)
 
 
+def test_a_churn_counts_as_a_hand_over_only_after_the_instance_had_output_committed(tmp_path, spark):
+    """pipeline_handovers: churned (killed or closed, not at the run's end) instances whose
+    outputs the drain read. pl0i0 wrote and was killed: one; pl0i1 was killed before it
+    committed anything, pl0i2 closed at the run's end: none. A run whose churn hit only
+    instances with nothing committed moved no state: by default it fails."""
+    h = PipeHistory(tmp_path)
+    h.config("pl0", "in", "out", "exactly_once")
+    h.inputs("in", "p0", 4)
+    for s, c in ((0, 1), (1, 1)):
+        h.output("out", f"p0-{s}", f"k{s % 2}", c, writer=("pl0i0", 0))
+    for s, c in ((2, 2), (3, 2)):
+        h.output("out", f"p0-{s}", f"k{s % 2}", c, writer=("pl0i2", 0))
+    for t, name, inst, why in ((3, "pipeline-instance-kill", "pl0i1", None),
+                               (4, "pipeline-instance-kill", "pl0i0", None),
+                               (9, "pipeline-instance-close", "pl0i2", "run-end")):
+        h.event("client", name, T0 + t * S, inst, json.dumps({"pipeline": "pl0", "why": why}))
+    h.close()
+    done = reconcile(tmp_path, spark, {"pipelines": True, "pipeline_exactly_once": True,
+                                       "pipeline_churned": True})
+    assert done.summary["counts"]["pipeline_handovers"] == 1
+    assert done.summary["pipelines"]["pl0"]["handovers"] == 1
+    assert done.verdict.status == "passed", done.verdict.failures
+    doc = done.summary.to_dict()
+    summary = {**doc, "counts": {**doc["counts"], "pipeline_handovers": 0}}
+    facts = {**{f: None for f in FACTS}, "pipelines": True, "pipeline_churned": True}
+    verdict = judge(summary, load_expectations(None, "defaults"), facts, {})
+    assert verdict.failures == (
+        "pipeline_handovers: 0 <= 0 (expected pipeline_handovers > 0 when pipeline_churned)",)
+    assert judge(summary, load_expectations(None, "defaults"),
+                 dict(facts, pipeline_churned=False), {}).status == "passed"
+
+
 def test_a_run_without_pipelines_has_none_of_their_kinds(tmp_path, spark):
     h = History(tmp_path)
     for s in range(3):
         h.send("t", "p0", s, offset=s)
         h.drain("t", 0, s, f"p0-{s}")
     h.close()
-    a = _reconcile(tmp_path, spark).summary["anomalies"]
+    a = reconcile(tmp_path, spark).summary["anomalies"]
     assert a["pipeline_lost"] == a["pipeline_duplicate"] == a["state_gap"] == a["state_repeat"] == 0
 
 
@@ -188,14 +201,16 @@ def test_metrics_read_each_instances_last_stats():
                ("pipeline-instance-start", "pl0i0.1", {}),
                ("pipeline-stats", "pl0i0.1", {"begun": 1, "committed": 1, "aborted": 1, "outputs": 5}),
                ("pipeline-closed", "pl0i0.1", {"begun": 2, "committed": 1, "aborted": 1, "outputs": 9}),
-               ("pipeline-fenced", "pl0i0", {})])]
+               ("pipeline-fenced", "pl0i0", {}),
+               ("pipeline-rebuild", "pl0i0.1", {})])]
     m = pipeline_metrics(ev)["pl0"]
-    assert (m.instances, m.kills, m.restarts, m.fenced) == (2, 1, 1, 1)
+    assert (m.instances, m.kills, m.restarts, m.fenced, m.rebuilds) == (2, 1, 1, 1, 1)
     assert (m.committed, m.aborted, m.outputs) == (3, 1, 29)
     # summary.json's form, the same keys in the same order as before it was typed
     doc = m.to_dict()
-    assert list(doc) == ["processing", "instances", "kills", "restarts", "fenced", "rebalances",
-                         "aborted_events", "begun", "committed", "aborted", "outputs", "restores"]
+    assert list(doc) == ["processing", "instances", "kills", "restarts", "fenced",
+                         "rebalances", "aborted_events", "begun", "committed", "aborted", "outputs", "restores",
+                         "rebuilds"]
     assert PipelineMetrics.from_dict(doc) == m
 
 
@@ -205,7 +220,7 @@ def test_a_pipeline_whose_instances_wrote_no_stats_has_no_stat_keys():
     m = pipeline_metrics(ev)["pl0"]
     assert m.committed is None
     assert m.to_dict() == {"processing": "at_least_once", "instances": 0, "kills": 0, "restarts": 0,
-                           "fenced": 0, "rebalances": 0, "aborted_events": 0}
+                           "fenced": 0, "rebalances": 0, "aborted_events": 0, "rebuilds": 0}
     assert PipelineMetrics.from_dict(m.to_dict()) == m
 
 
@@ -236,9 +251,9 @@ def test_rows_name_the_instance_and_transaction(tmp_path, spark):
         {"label": "timeline[0] sigstop", "selector": "txn_coordinator_of('pl0i0')",
          "transactional_id": "run-7-pl0i0", "node_ids": [2]}))
     h.close()
-    done = _reconcile(tmp_path, spark)
+    done = reconcile(tmp_path, spark)
     assert done.summary["anomalies"]["pipeline_lost"] == 2
-    lost = sorted(_rows(tmp_path, "pipeline_lost"), key=lambda r: r["record_id"])
+    lost = sorted(anomaly_rows(tmp_path, "pipeline_lost"), key=lambda r: r["record_id"])
     assert [(r["record_id"], r["instance"], r["read_at_us"], r["instance_then"], r["txn"])
             for r in lost] == [
         ("p0-2", "pl0i1", T0 + 22 * S, "pipeline-instance-kill", None),
@@ -248,10 +263,10 @@ def test_rows_name_the_instance_and_transaction(tmp_path, spark):
         f"kafka-2 when timeline[0] sigstop was injected (ts_us {T0 + 19 * S}; FindCoordinator "
         "for run-7-pl0i0)"), lost[1]["txn_coordinator"]
     assert lost[0]["fault_id"] == "none"                     # the explainer's columns too
-    dup = _rows(tmp_path, "pipeline_duplicate")
+    dup = anomaly_rows(tmp_path, "pipeline_duplicate")
     assert sorted((r["output_offset"], r["instance"], r["txn"]) for r in dup) == [
         (1, "pl0i0", 0), (2, "pl0i1", 5)]
-    rep = _rows(tmp_path, "state_repeat")
+    rep = anomaly_rows(tmp_path, "state_repeat")
     assert [(r["instance"], r["txn"], r["previous_count"]) for r in rep] == [("pl0i1", 5, 2)]
     assert rep[0]["txn_coordinator"].startswith("not observed")
     assert [r["txn_coordinator"].split(" ")[0] for r in sorted(dup, key=lambda r: r["instance"])] \
@@ -291,7 +306,7 @@ def test_aborted_and_fenced_writes_are_no_skips(tmp_path, spark):
     for i in range(4, 8):
         h.output("out", f"p0-{i}", "k0", i + 1, ("pl0i0.1", 1))
     h.close()
-    done = _reconcile(tmp_path, spark, EOS)
+    done = reconcile(tmp_path, spark, EOS)
     a = done.summary["anomalies"]
     for kind in ("pipeline_lost", "pipeline_duplicate", "state_gap", "state_repeat",
                  "int_send_skip", "int_poll_skip", "aborted_read", "lost"):
@@ -313,15 +328,15 @@ def test_int_send_skip_and_int_poll_skip(tmp_path, spark):
                         ("p0-7", ("pl0i0", 3))):
         h.output("out", rid, None, None, writer)
     h.close()
-    done = _reconcile(tmp_path, spark, EOS)
+    done = reconcile(tmp_path, spark, EOS)
     a = done.summary["anomalies"]
     assert a["int_send_skip"] == 1 and a["int_poll_skip"] == 2
     assert a["pipeline_lost"] == a["pipeline_duplicate"] == 0
-    send = _rows(tmp_path, "int_send_skip")
+    send = anomaly_rows(tmp_path, "int_send_skip")
     assert [(r["output_offset"], r["previous_offset"], r["instance"], r["txn"], r["delta"],
              r["skipped_writers"]) for r in send] == [(2, 0, "pl0i0", 0, 2, ["pl0i1 txn 7"])]
     assert send[0]["record_id"] == "p0-2" and send[0]["explain_at_us"] == T0 + 2 * S + 10
-    poll = sorted(_rows(tmp_path, "int_poll_skip"), key=lambda r: r["output_offset"])
+    poll = sorted(anomaly_rows(tmp_path, "int_poll_skip"), key=lambda r: r["output_offset"])
     assert [(r["output_offset"], r["instance"], r["txn"], r["input_offset"],
              r["previous_input_offset"], r["delta"], r["skipped"]) for r in poll] == [
         (2, "pl0i0", 0, 2, 0, 2, ["p0-1"]), (4, "pl0i0", 1, 6, 3, 3, ["p0-4", "p0-5"])]
@@ -340,4 +355,8 @@ def test_the_family_words_read_the_summary_json_form():
     assert FAMILY.words({"pipelines": {"pl0": doc}}) == [
         "pl0 (exactly_once): 29 outputs, 3 transactions committed, 1 aborted (of the instances' "
         "last stats; a killed instance's last ones are lost with it); 2 instances started, "
-        "1 killed, 1 fenced; 3 assignments, each rebuilding its counts from the output topic."]
+        "1 killed, 1 fenced, 0 rebuilt after another fatal error; 3 assignments, each "
+        "rebuilding its counts from the output topic."]
+    doc["handovers"] = 0
+    assert "none churned after an output of theirs was committed" in FAMILY.words(
+        {"pipelines": {"pl0": doc}})[0]
