@@ -8,7 +8,9 @@ Instances are slots <name>i0, <name>i1 …; a restarted one is a new instance na
 <slot>.<n> with the slot's transactional.id, so it fences the one it replaces.
 
 Events (kind `client`, target the instance, detail `pipeline`): pipeline-config (the
-topics and processing the checker reads), pipeline-instance-start, pipeline-instance-kill
+topics and processing the checker reads), pipeline-instance-start, pipeline-churn-clock
+(the churn's clock started: how long it waited for its first victim's first committed
+output, churn_clock.py), pipeline-instance-kill
 (written before the SIGKILL), pipeline-instance-close, pipeline-instance-restart,
 pipeline-caught-up (the graceful stop's wait: how long, and what was left), and
 workload-died for an instance that ended on its own.
@@ -24,6 +26,7 @@ from confluent_kafka import Consumer, TopicPartition
 from core.context import RunContext
 from core.errors import HarnessError
 from core.history import WORKLOAD_DIED
+from families.pipelines.churn_clock import FirstOutputWatch
 from families.pipelines.section import PipelineSpec, transactional_id_of
 from workloads.connection import connection_only
 from workloads.java_pipeline import JavaProcessor
@@ -53,6 +56,8 @@ class Pipeline(WorkerSet):
     def __init__(self, spec: PipelineSpec, ctx: RunContext, clients_version: str | None = None):
         super().__init__()
         self.spec, self.ctx, self.clients_version = spec, ctx, clients_version
+        self.clock: FirstOutputWatch | None = None
+        self.clock_said = False
 
     def _event(self, name: str, target: str, **detail) -> None:
         self.ctx.events.emit("client", name, target, pipeline=self.spec.name,
@@ -71,10 +76,24 @@ class Pipeline(WorkerSet):
         for slot in s.instance_names:
             self.start_instance(slot, slot)
         if s.churn is not None:
+            victim = s.instance_names[0]        # the churn's first turn
+            self.clock = FirstOutputWatch(
+                {"bootstrap.servers": self.ctx.bootstrap, "group.id": f"{s.group}-churn-clock",
+                 **connection_only(self.ctx.client_config or {})}, s.output_topic, victim)
             self.start_churn(
                 s.churn, s.instance_names, f"pipeline-churn-{s.name}",
-                on_error=lambda slot, e: self._event("pipeline-churn-error", slot, error=e))
+                on_error=lambda slot, e: self._event("pipeline-churn-error", slot, error=e),
+                ready=self._churn_ready)
         return self
+
+    def _churn_ready(self) -> bool:
+        """The churn's clock (families/pipelines/churn_clock.py), said once it starts."""
+        if not self.clock():
+            return False
+        if not self.clock_said:
+            self.clock_said = True
+            self._event("pipeline-churn-clock", self.clock.victim, **self.clock.done)
+        return True
 
     def start_instance(self, slot: str, instance: str) -> None:
         logs = Path(self.ctx.dir) / "workloads"
@@ -141,6 +160,9 @@ class Pipeline(WorkerSet):
                     lag={str(p): n for p, n in left.items() if n})
 
     def before_stop(self, graceful: bool) -> None:
+        if self.clock is not None and not (self.churn and self.churn.thread
+                                           and self.churn.thread.is_alive()):
+            self.clock.close()          # the churn's thread no longer reads with it
         if graceful:
             self.catch_up()
 

@@ -9,7 +9,8 @@ history with `ack_result: unknown`, never missing.
 
 Events (kind `client`, target the member, detail `group_id`): share-group-config
 (the configs as the brokers read them back, and the lock and delivery limit the
-checker uses), share-member-start, share-member-kill (written before the SIGKILL:
+checker uses), share-member-start, share-churn-clock (the churn's clock started: how
+long it waited for its first victim's first record), share-member-kill (written before the SIGKILL:
 its time is the death), share-member-close, share-member-restart, share-member-exit
 (it ended on its own; also workload-died), share-drain-result.
 """
@@ -43,6 +44,7 @@ DRAIN_MEMBER = "drain"
 SESSION_DEFAULT_MS = 45000        # group.share.session.timeout.ms's default
 CATCH_UP_QUIET_S = 3.0            # the members have caught up once their journals stop growing
 CATCH_UP_MAX_S = 30.0
+CHURN_CLOCK_MAX_S = 60.0          # the churn starts by then even if its victim has no record
 SIGTERM_EXIT = 143                # 128 + SIGTERM: a JVM ended by the signal, no hook of ours
 
 
@@ -128,6 +130,7 @@ class ShareGroup(WorkerSet):
         self.spec, self.ctx, self.clients_version = spec, ctx, clients_version
         self.settings = settings_of(spec, ctx.seed, connection_only(ctx.client_config or {}))
         self._received = False
+        self.churn_began = time.monotonic()
 
     def _event(self, name: str, target: str, **detail) -> None:
         self.ctx.events.emit("client", name, target, group_id=self.spec.group_id, **detail)
@@ -136,12 +139,29 @@ class ShareGroup(WorkerSet):
         for m in self.spec.member_names:
             self.start_instance(m, m)
         if self.spec.churn is not None:
-            # its clock starts at the group's first record (members can take 15 s to get one)
+            self.churn_began = time.monotonic()
             self.start_churn(
                 self.spec.churn, self.spec.member_names, f"share-churn-{self.spec.group_id}",
                 on_error=lambda m, e: self._event("share-churn-error", m, error=e),
-                ready=self.received_any)
+                ready=self._churn_ready)
         return self
+
+    def _churn_ready(self) -> bool:
+        """The churn's clock starts once the member it bounces first has received a record
+        (then it holds records when bounced: members can take 15 s to get their first,
+        and one killed before holds nothing, share_held_returns 0), or CHURN_CLOCK_MAX_S
+        after the start; said in a share-churn-clock event."""
+        victim = self.spec.member_names[0]
+        waited = time.monotonic() - self.churn_began
+        had = self._has_received(victim)
+        if not had and waited < CHURN_CLOCK_MAX_S:
+            return False
+        self._event("share-churn-clock", victim, waited_s=round(waited, 1), victim_had_record=had)
+        return True
+
+    def _has_received(self, instance: str) -> bool:
+        path = journal_path(self.ctx.dir, self.spec.group_id, instance)
+        return path.exists() and b'"recv"' in path.read_bytes()
 
     def start_instance(self, member: str, instance: str) -> None:
         logs = Path(self.ctx.dir) / "workloads"
@@ -180,10 +200,7 @@ class ShareGroup(WorkerSet):
     def received_any(self) -> bool:
         if self._received:
             return True
-        for instance in self.workers:
-            path = journal_path(self.ctx.dir, self.spec.group_id, instance)
-            if path.exists() and b'"recv"' in path.read_bytes():
-                self._received = True
+        self._received = any(self._has_received(instance) for instance in self.workers)
         return self._received
 
     def closing(self, instance: str, graceful: bool) -> None:

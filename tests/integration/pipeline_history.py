@@ -18,8 +18,8 @@ def pipeline_scenario(name: str, seed: int, *, duration_s: int, rate: int, churn
                       faults: list | None = None, **pipeline) -> dict:
     """A 4.3 cluster of 3, topics `in` and `out` (3 partitions, RF 3, min ISR 2), our
     producer p0 writing `rate` keyed inputs/s (8 keys) to `in`, and the exactly-once
-    pipeline pl0 of two instances, one of them killed `churn_first_s` in and back 2 s
-    later; `pipeline`: its other fields; `faults`: the timeline."""
+    pipeline pl0 of two instances, one of them killed `churn_first_s` after its first
+    output was committed (the churn's clock) and back 2 s later; `pipeline`: its other fields; `faults`: the timeline."""
     return {
         "name": name, "seed": seed,
         "cluster": {"mode": "kraft-combined", "version": "4.3", "brokers": 3},
@@ -87,6 +87,8 @@ def check_exactly_once_run(run_dir, summary: dict, min_acked: int):
     assert m["handovers"] == 1 and summary["counts"]["pipeline_handovers"] == 1, m
     events = read_table(run_dir, "events").to_pandas()
     mine = events[events.kind == "client"]
+    clock = [json.loads(d) for d in mine[mine.name == "pipeline-churn-clock"].detail]
+    assert len(clock) == 1 and clock[0]["victim"] == "pl0i0" and clock[0]["victim_had_output"], clock
     restores = mine[mine.name == "pipeline-restore"]
     assert any(json.loads(d)["outputs"] > 0 for d in restores.detail), "no count was rebuilt"
     return acked, mine

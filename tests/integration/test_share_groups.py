@@ -21,8 +21,8 @@ def _group(group_id: str, client: str) -> dict:
     # records it has not decided (4 members keep up with 100/s)
     return {"group_id": group_id, "client": client, "members": 4, "ack_mode": "explicit",
             "release_rate": 0.05, "processing_ms": 40, "max_poll_records": 20,
-            # one member killed 6 s after the group's first record (all have joined by
-            # then), back 2 s later
+            # one member killed 6 s after its first record (the churn's clock), back 2 s
+            # later
             "churn": {"how": "kill", "first_s": 6, "every_s": 300, "down_s": 2},
             "configs": {"share.record.lock.duration.ms": 15000}}
 
@@ -55,6 +55,10 @@ def test_share_groups_of_both_clients_under_a_member_kill_then_a_leader_kill(cha
     acked = read_table(run_dir, "produced").to_pandas().query("status == 'acked'")
     for group in ("q-librdkafka", "q-java"):
         _check_group(summary, deliveries[deliveries.group_id == group], acked, group)
+    events = read_table(run_dir, "events").to_pandas()
+    clocks = [json.loads(d) for d in events[events.name == "share-churn-clock"].detail]
+    assert sorted(c["group_id"] for c in clocks) == ["q-java", "q-librdkafka"], clocks
+    assert all(c["victim_had_record"] for c in clocks), clocks
     assert a["share_redelivered"] == sum(g["redelivered"] for g in summary["share_groups"].values())
     assert result.status == "passed", summary["verdict"]
     assert not docker_client().containers.list(all=True, filters={
