@@ -77,9 +77,12 @@ FENCING_ERRORS = frozenset({KafkaError._FENCED, KafkaError.PRODUCER_FENCED,
 CALL_GRACE_S = 10.0
 MAX_REBUILDS = 10               # per process: past that, the error is not one a rebuild ends
 # a watermark query fails with these while a partition's leader is unknown or down (a
-# broker killed, a quorum lost): its metadata is refreshed and the query asked again
+# broker killed, a quorum lost): its metadata is refreshed and the query asked again.
+# _DESTROY_BROKER: the query was in flight to a broker whose handle librdkafka dropped
+# (a killed leader; it ended a 3.9.2 processor's restore, RESULTS 2026-11-28)
 WATERMARK_RETRIABLE = frozenset({KafkaError._UNKNOWN_PARTITION, KafkaError._TIMED_OUT,
-                                 KafkaError._TRANSPORT, KafkaError.LEADER_NOT_AVAILABLE,
+                                 KafkaError._TRANSPORT, KafkaError._DESTROY_BROKER,
+                                 KafkaError.LEADER_NOT_AVAILABLE,
                                  KafkaError.NOT_LEADER_FOR_PARTITION,
                                  KafkaError.UNKNOWN_TOPIC_OR_PART})
 

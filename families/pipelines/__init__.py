@@ -66,6 +66,11 @@ def _handed_over(m: PipelineMetrics) -> str:
     if m.handovers:
         return (f" ({m.handovers} of them, or closed by the churn, after an output of theirs "
                 f"was committed: their tasks moved with state)")
+    if m.churn_started is False:
+        return (f" (the churn bounced none: its clock waits for the first instance it bounces "
+                f"to have an output committed, and the load ended {m.churn_waited_s:g} s after "
+                f"the start with none: make the load longer, or let the group commit before "
+                f"a fault stalls it)")
     return (" (none churned after an output of theirs was committed: no task moved with "
             "state, the churn exercised no hand-over; churn later, once the instances process)")
 

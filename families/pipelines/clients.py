@@ -92,7 +92,7 @@ class Pipeline(WorkerSet):
             return False
         if not self.clock_said:
             self.clock_said = True
-            self._event("pipeline-churn-clock", self.clock.victim, **self.clock.done)
+            self._event("pipeline-churn-clock", self.clock.victim, started=True, **self.clock.done)
         return True
 
     def start_instance(self, slot: str, instance: str) -> None:
@@ -162,6 +162,12 @@ class Pipeline(WorkerSet):
     def before_stop(self, graceful: bool) -> None:
         if self.clock is not None and not (self.churn and self.churn.thread
                                            and self.churn.thread.is_alive()):
+            if not self.clock_said:     # the load ended before the churn's clock started
+                self.clock_said = True
+                self._event("pipeline-churn-clock", self.clock.victim, started=False,
+                            waited_s=round(time.monotonic() - self.clock.began, 1),
+                            victim=self.clock.victim, victim_had_output=False,
+                            instances_with_output=sorted(self.clock.writers))
             self.clock.close()          # the churn's thread no longer reads with it
         if graceful:
             self.catch_up()

@@ -35,6 +35,11 @@ class PipelineMetrics:
     # instances the churn killed or closed after an output of theirs was committed (the
     # drain read it): their tasks moved with state. None: not measured (older summaries)
     handovers: int | None = None
+    # the churn's clock (pipeline-churn-clock): whether it started before the load ended,
+    # and how long it had waited for its first victim's first committed output. None:
+    # no churn, or a run from before the clock
+    churn_started: bool | None = None
+    churn_waited_s: float | None = None
 
     def add_stats(self, stats: dict) -> None:
         for k in STATS:
@@ -45,8 +50,9 @@ class PipelineMetrics:
         if self.committed is None:
             for k in STATS:
                 del doc[k]
-        if self.handovers is None:
-            del doc["handovers"]
+        for k in ("handovers", "churn_started", "churn_waited_s"):
+            if doc[k] is None:
+                del doc[k]
         return doc
 
     @classmethod
@@ -94,6 +100,8 @@ def pipeline_metrics(events: list[dict]) -> dict[str, PipelineMetrics]:
         m.rebuilds += kind == "pipeline-rebuild"
         m.rebalances += kind == "pipeline-rebalance" and d.get("type") == "assigned"
         m.aborted_events += kind == "pipeline-txn-aborted"
+        if kind == "pipeline-churn-clock":
+            m.churn_started, m.churn_waited_s = d.get("started", True), d.get("waited_s")
     for (name, _), d in last.items():
         out[name].add_stats(d)
     return out

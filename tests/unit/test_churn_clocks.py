@@ -88,3 +88,28 @@ def test_the_share_clock_waits_for_its_victims_first_record(tmp_path, monkeypatc
     late = ShareGroup(share_group(1, {"members": 2}, "q"), ctx)
     assert late._churn_ready() is True and said[0][2]["victim_had_record"] is False
     json.dumps(said[0][2])                                     # an event's detail is JSON
+
+
+def test_a_churn_whose_clock_never_started_is_said_so():
+    """A 3.9.2 run: the first victim's first output came after the load had ended (a
+    leader kill stalled the group), so the churn bounced none; the words say why, not
+    only that nothing moved with state."""
+    from families.pipelines import FAMILY
+    from families.pipelines.metrics import pipeline_metrics
+
+    def event(name, target, ts, **d):
+        return {"kind": "client", "name": name, "target": target, "ts_us": ts,
+                "detail": json.dumps({"pipeline": "pl0", **d})}
+    events = [event("pipeline-config", "pl0", 1, processing="exactly_once"),
+              event("pipeline-instance-start", "pl0i0", 2),
+              event("pipeline-churn-clock", "pl0i0", 3, started=False, waited_s=47.8,
+                    victim="pl0i0", victim_had_output=False, instances_with_output=[])]
+    m = pipeline_metrics(events)["pl0"]
+    m.handovers = 0
+    doc = m.to_dict()
+    assert (doc["churn_started"], doc["churn_waited_s"], doc["kills"]) == (False, 47.8, 0)
+    [words] = FAMILY.words({"pipelines": {"pl0": doc}})
+    assert "the churn bounced none" in words and "ended 47.8 s after the start" in words
+    doc.update(churn_started=True, churn_waited_s=3.0)
+    assert "none churned after an output of theirs" in FAMILY.words({"pipelines": {"pl0": doc}})[0]
+    assert "churn_started" not in pipeline_metrics(events[:2])["pl0"].to_dict()   # no churn: as before

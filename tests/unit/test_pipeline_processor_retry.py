@@ -67,6 +67,15 @@ def test_an_error_named_in_also_is_called_again_after_a_refresh():
     assert got == "done" and len(calls) == 3 and refreshes == [1, 2]
 
 
+def test_a_query_to_a_dropped_broker_handle_is_called_again():
+    """_DESTROY_BROKER: a 3.9.2 processor's restore died on it when the output's leader
+    was killed while the query was in flight."""
+    dropped = KafkaError(KafkaError._DESTROY_BROKER, "Broker handle destroyed without termination")
+    call, calls = _failing(dropped)
+    assert call_again_if_retriable(call, 10, pause_s=0, also=WATERMARK_RETRIABLE,
+                                   before_again=lambda: None) == "done" and len(calls) == 2
+
+
 def test_an_error_not_named_in_also_is_raised_at_once():
     call, calls = _failing(KafkaError(KafkaError._UNKNOWN_PARTITION, "unknown"))
     with pytest.raises(KafkaException):
