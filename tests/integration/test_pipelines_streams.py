@@ -14,11 +14,11 @@ import pytest
 from core.history import read_table
 
 # the leader of an output partition killed 13 s in (transactions in flight to it: each
-# instance's commits wait for it, the moved tasks' restores too); one instance killed 4 s
+# instance's commits wait for it, the moved tasks' restores too); one instance killed 3 s
 # after its first output was committed, back 2 s later. Streams takes 3-10 s to its first
 # assignment (CI: 10 s); the churn's clock (families/pipelines/churn_clock.py) waits for
 # that: a kill before it moves no state, and no count is rebuilt.
-SCENARIO = ph.pipeline_scenario("pipeline-streams-ci", 41, duration_s=20, rate=200, churn_first_s=4,
+SCENARIO = ph.pipeline_scenario("pipeline-streams-ci", 41, duration_s=28, rate=200, churn_first_s=3,
                                 client="streams", faults=[ph.kill_out_leader(13)])
 
 
