@@ -42,12 +42,10 @@ class FirstOutputWatch:
         try:
             self._read()
         except Exception as e:  # noqa: BLE001 - the clock then runs from max_s, said
-            self._finish(waited, error=f"{type(e).__name__}: {e}")
+            self._finish(error=f"{type(e).__name__}: {e}")
             return True
-        if self.victim in self.writers:
-            self._finish(waited)
-        elif waited >= self.max_s:
-            self._finish(waited)
+        if self.victim in self.writers or waited >= self.max_s:
+            self._finish()
         return self.done is not None
 
     def _read(self) -> None:
@@ -62,10 +60,14 @@ class FirstOutputWatch:
                 if instance is not None:
                     self.writers.add(instance)
 
-    def _finish(self, waited: float, error: str | None = None) -> None:
-        self.done = {"waited_s": round(waited, 1), "victim": self.victim,
-                     "victim_had_output": self.victim in self.writers,
-                     "instances_with_output": sorted(self.writers)}
+    def seen(self) -> dict:
+        """What the clock has seen so far (an event's detail)."""
+        return {"waited_s": round(time.monotonic() - self.began, 1), "victim": self.victim,
+                "victim_had_output": self.victim in self.writers,
+                "instances_with_output": sorted(self.writers)}
+
+    def _finish(self, error: str | None = None) -> None:
+        self.done = self.seen()
         if error is not None:
             self.done["error"] = error
         self.close()

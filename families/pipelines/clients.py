@@ -165,9 +165,7 @@ class Pipeline(WorkerSet):
             if not self.clock_said:     # the load ended before the churn's clock started
                 self.clock_said = True
                 self._event("pipeline-churn-clock", self.clock.victim, started=False,
-                            waited_s=round(time.monotonic() - self.clock.began, 1),
-                            victim=self.clock.victim, victim_had_output=False,
-                            instances_with_output=sorted(self.clock.writers))
+                            **self.clock.seen())
             self.clock.close()          # the churn's thread no longer reads with it
         if graceful:
             self.catch_up()
