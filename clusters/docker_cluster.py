@@ -399,14 +399,13 @@ class DockerCluster:
         Transient errors (see clusters.admin_retry) are retried within `timeout`."""
         validate_topic(self.spec, name, partitions, replication_factor, configs)
         deadline = time.monotonic() + timeout
-        admin = self._topic_admin()
         topic = NewTopic(name, partitions, replication_factor, config=dict(configs or {}))
         attempts = 0
 
         def create(budget: float) -> None:
             nonlocal attempts
             attempts += 1
-            future = admin.create_topics([topic], request_timeout=budget)[name]
+            future = self._topic_admin().create_topics([topic], request_timeout=budget)[name]
             try:
                 future.result(timeout=budget + 5)
             except KafkaException as e:
@@ -415,6 +414,11 @@ class DockerCluster:
                 if attempts > 1 and isinstance(err, KafkaError) \
                         and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     return
+                if isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT:
+                    self._create_admin = None
+                raise
+            except TimeoutError:
+                self._create_admin = None
                 raise
 
         admin_retry(f"creating topic {name!r}", create, timeout,
@@ -450,10 +454,18 @@ class DockerCluster:
     def _topic_admin(self) -> AdminClient:
         # Its own client: the shared one's short socket timeout suits metadata reads that
         # must skip a frozen broker, not a CreateTopics round trip on a loaded machine.
+        # An attempt that timed out drops it (create_topic): librdkafka sends CreateTopics
+        # to the broker its metadata names as controller and, when that broker is down,
+        # waits for it without asking anyone else. In CI (stop 45) a client stuck so
+        # failed every create for 90 s after the broker it waited for was back; a new
+        # client asks the live brokers afresh.
         if self._create_admin is None:
             self._create_admin = AdminClient({"bootstrap.servers": self.bootstrap_servers(),
                                               **self.client_config(),
-                                              "socket.timeout.ms": 30000, "log_level": 0})
+                                              "socket.timeout.ms": 30000,
+                                              # Learn a moved controller within seconds.
+                                              "topic.metadata.refresh.interval.ms": 5000,
+                                              "log_level": 0})
         return self._create_admin
 
     def _metadata(self, topic: str | None, timeout: float):

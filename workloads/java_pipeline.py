@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 # what both Java pipeline processors (this one and java_streams.py's) are built on
 PIPELINE_PROGRAM = Path(__file__).parent / "java" / "PipelineProgram.java"
+KEY_COUNTS = Path(__file__).parent / "java" / "KeyCounts.java"
 PIPELINE_PROCESSOR = JavaProgram(
     source=Path(__file__).parent / "java" / "PipelineProcessor.java", main="PipelineProcessor",
     class_dir="/opt/harness-pipeline", cache_name="pipeline-processor",
@@ -47,7 +48,7 @@ PIPELINE_PROCESSOR = JavaProgram(
                 "--name", "train"),
     train_conf=(("bootstrap.servers", "127.0.0.1:1"),),
     debug_loggers=("org.apache.kafka.clients.producer.internals.TransactionManager",),
-    shared=(PIPELINE_PROGRAM,))
+    shared=(PIPELINE_PROGRAM, KEY_COUNTS))
 FATAL_EXIT = 3
 KILLED_EXIT = 137
 

@@ -80,6 +80,7 @@ def properties(spec: MirrorSpec, source_bootstrap: str, target_bootstrap: str) -
         props.update({f"{TARGET}.exactly.once.source.support": "enabled",
                       "dedicated.mode.enable.internal.rest": "true",
                       "listeners": "http://localhost:8080"})
+    props.update(spec.mm2_config)           # the user's, checked by the section (mm2_owned)
     return props
 
 

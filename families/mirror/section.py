@@ -24,6 +24,8 @@ scenario's topics from the run's cluster (the source) to a second cluster (the t
       kill: {at_s: 8, down_s: 5}    # MM2 killed (SIGKILL) at_s after it has created the
                                     # mirrored topics (it copies from then on), started
                                     # again down_s later (default: never)
+      mm2_config:                   # MM2 properties of the user's, set over the harness's
+        scheduled.rebalance.max.delay.ms: 0
 
 MirrorMaker 2 runs in dedicated mode from the Kafka image of the target's version (the
 usual place: beside the cluster it writes to; its Connect worker's internal topics and,
@@ -95,6 +97,14 @@ class MirrorKill(BaseModel):
     down_s: float = Field(5.0, ge=0)
 
 
+def mm2_owned(key: str) -> bool:
+    """An MM2 property the harness sets for what the run mirrors, from where to where:
+    not the user's to change (mm2_config)."""
+    flow_keys = (".enabled", ".topics", ".groups", ".topics.exclude", ".groups.exclude")
+    return (key in {"clusters", "topics", "groups", "listeners"} or key.endswith("bootstrap.servers")
+            or ("->" in key and key.endswith(flow_keys)))
+
+
 class MirrorSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     target: TargetSpec = TargetSpec()
@@ -107,6 +117,7 @@ class MirrorSpec(BaseModel):
     kill: MirrorKill | None = None
     failover: bool = False
     link_proxy: bool = False
+    mm2_config: dict[str, str] = {}
     # resolved by the builder: the source's exact version
     source_version: str = ""
 
@@ -118,6 +129,26 @@ class MirrorSpec(BaseModel):
         if isinstance(v, str) or not isinstance(v, list | tuple) or not v:
             raise SpecError("topics", f"{v!r} is not a list of topics", "write [orders, …]")
         return tuple(str(t) for t in v)
+
+    @field_validator("mm2_config", mode="before")
+    @classmethod
+    def _mm2_config(cls, v: Any) -> Any:
+        if v is None:
+            return {}
+        if not isinstance(v, dict):
+            raise SpecError("mm2_config", f"{v!r} is not a mapping of MM2 properties",
+                            "write mm2_config: {scheduled.rebalance.max.delay.ms: 0}")
+        out = {}
+        for key, value in v.items():
+            if mm2_owned(str(key)):
+                raise SpecError(f"mm2_config.{key}", "is set by the harness: it says which clusters "
+                                "and topics the run mirrors, and where",
+                                "use target: and topics: instead, or remove it")
+            if isinstance(value, dict | list | tuple) or value is None:
+                raise SpecError(f"mm2_config.{key}", f"{value!r} is not a single value",
+                                "write a number, a word or true/false")
+            out[str(key)] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
 
     @property
     def target_version(self) -> str:

@@ -16,13 +16,6 @@ SCENARIO = ph.pipeline_scenario("pipeline-java-ci", 37, duration_s=28, rate=200,
                                 client="java", records_per_txn=50, faults=[ph.kill_out_leader(5)])
 
 
-# Known failure, under investigation (2 of 2 runs on 2026-11-28): after the output leader's
-# kill, a transaction aborted with TransactionAbortableException, and the processor counted
-# its keys again from the aborted counts (state_gap 2) and, once, lost its 50 inputs
-# (pipeline_lost 50): benchmarks/evidence/java-pipeline-state-gap-20261128/. Not strict:
-# the run still goes, and an XPASS shows when it is mended.
-@pytest.mark.xfail(reason="Java processor after an aborted transaction: state_gap / pipeline_lost, "
-                          "benchmarks/evidence/java-pipeline-state-gap-20261128", strict=False)
 @pytest.mark.timeout(600)
 def test_an_exactly_once_java_pipeline_with_a_broker_and_a_processor_killed(chaos_run, tmp_path):
     result, run_dir, summary = ph.run_scenario(chaos_run, tmp_path, SCENARIO)

@@ -63,3 +63,38 @@ def test_retries_stop_at_the_deadline_with_the_last_error():
     assert 1.5 < time.monotonic() - t0 < 3.5 and len(calls) >= 3
     # No attempt is given more time than is left, nor more than attempt_s.
     assert all(0.5 <= b <= 2 for b in calls)
+
+
+class StubTopicAdmin:
+    """A CreateTopics client whose first request waits for a controller that never
+    comes (what librdkafka does while the broker it calls controller is down)."""
+    made: list["StubTopicAdmin"] = []
+
+    def __init__(self, conf):
+        self.conf = conf
+        StubTopicAdmin.made.append(self)
+
+    def create_topics(self, topics, request_timeout):
+        from concurrent.futures import Future
+        f = Future()
+        if len(StubTopicAdmin.made) == 1:
+            f.set_exception(KafkaException(KafkaError(KafkaError._TIMED_OUT,
+                                                      "Failed while waiting for controller")))
+        else:
+            f.set_result(None)
+        return {t.topic: f for t in topics}
+
+
+def test_a_create_that_timed_out_is_tried_again_on_a_new_client(monkeypatch):
+    # CI, stop 45: one client stuck waiting for a controller failed every create for 90 s.
+    import clusters.docker_cluster as dc
+    from clusters.spec import ClusterSpec
+    StubTopicAdmin.made = []
+    monkeypatch.setattr(dc, "AdminClient", StubTopicAdmin)
+    cluster = dc.DockerCluster(ClusterSpec.kraft_combined("3.9"))
+    monkeypatch.setattr(cluster, "bootstrap_servers", lambda: "127.0.0.1:1")
+    monkeypatch.setattr(cluster, "partitions", lambda name, timeout: [])
+    with pytest.raises(dc.ClusterUnhealthy):      # created; no stub leader to wait for
+        cluster.create_topic("t", 1, 1, timeout=3)
+    assert len(StubTopicAdmin.made) == 2
+    assert StubTopicAdmin.made[1].conf["topic.metadata.refresh.interval.ms"] == 5000

@@ -74,6 +74,26 @@ def test_properties_with_exactly_once_enable_it_on_the_target_with_internal_rest
     assert p["dedicated.mode.enable.internal.rest"] == "true"
 
 
+def test_the_users_mm2_config_is_set_over_the_harnesss_and_owned_keys_are_refused():
+    spec = _resolved({"mm2_config": {"scheduled.rebalance.max.delay.ms": 0,
+                                     "emit.checkpoints.interval.seconds": 1,
+                                     "target.producer.enable.idempotence": True}})
+    p = properties(spec, "s:9092", "t:9092")
+    assert p["scheduled.rebalance.max.delay.ms"] == "0"
+    assert p["emit.checkpoints.interval.seconds"] == "1"          # over the harness's 5
+    assert p["target.producer.enable.idempotence"] == "true"
+    for owned in ("source.bootstrap.servers", "clusters", "source->target.topics",
+                  "source->target.enabled", "target->source.enabled"):
+        with pytest.raises(SpecError) as e:
+            mirror({"mm2_config": {owned: "x"}})
+        assert e.value.field == f"mm2_config.{owned}" and "target:" in e.value.fix
+    with pytest.raises(SpecError) as e:
+        mirror({"mm2_config": {"tasks.max": [1, 2]}})
+    assert e.value.field == "mm2_config.tasks.max"
+    with pytest.raises(SpecError, match="mapping"):
+        mirror({"mm2_config": ["tasks.max=2"]})
+
+
 def test_offset_records_of_mm2_are_read_and_others_left_out():
     key = json.dumps(["MirrorSourceConnector", {"cluster": "source", "partition": 2,
                                                 "topic": "orders"}]).encode()

@@ -82,7 +82,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
     KafkaConsumer<byte[], byte[]> consumer, reader;
     KafkaProducer<byte[], byte[]> producer;
     Admin admin;
-    final Map<Integer, Map<String, Long>> state = new HashMap<>();     // partition -> key -> count
+    final KeyCounts state = new KeyCounts();       // partition -> key -> count, and the batch's undo
     long txnSeq = 0, pollSeq = 0, lastStats = System.currentTimeMillis();
     int assignment = 0;
     long begun = 0, committed = 0, aborted = 0, outputs = 0, restores = 0;
@@ -180,14 +180,14 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
     public void onPartitionsRevoked(Collection<TopicPartition> parts) {
         assignment++;
         emit("pipeline-rebalance", "type", q("revoked"), "partitions", ints(partitionsOf(parts)));
-        for (TopicPartition tp : parts) state.remove(tp.partition());
+        for (TopicPartition tp : parts) state.forget(tp.partition());
     }
 
     @Override
     public void onPartitionsLost(Collection<TopicPartition> parts) {
         assignment++;
         emit("pipeline-rebalance", "type", q("lost"), "partitions", ints(partitionsOf(parts)));
-        for (TopicPartition tp : parts) state.remove(tp.partition());
+        for (TopicPartition tp : parts) state.forget(tp.partition());
     }
 
     @Override
@@ -231,7 +231,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
         }
         int keys = 0;
         for (Map.Entry<Integer, Map<String, Long>> e : counts.entrySet()) {
-            state.put(e.getKey(), e.getValue());
+            state.replace(e.getKey(), e.getValue());
             keys += e.getValue().size();
         }
         restores++;
@@ -258,10 +258,9 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
     }
 
     // -- the loop -----------------------------------------------------------------------
-    /** Outputs and positions of one poll batch; `undo` keeps each touched key's count
-     *  before the batch (null: it had none), so an abort can put them back. */
-    Map<TopicPartition, OffsetAndMetadata> process(ConsumerRecords<byte[], byte[]> recs,
-                                                   Map<Integer, Map<String, Long>> undo) {
+    /** Outputs and positions of one poll batch; `state` keeps each touched key's count
+     *  before the batch, so an abort can put them back (rewind). */
+    Map<TopicPartition, OffsetAndMetadata> process(ConsumerRecords<byte[], byte[]> recs) {
         StringBuilder line = new StringBuilder("{\"ev\":\"recv\",\"ts\":").append(nowUs()).append(",\"a\":")
                 .append(assignment).append(",\"ps\":").append(pollSeq).append(",\"recs\":[");
         boolean first = true;
@@ -269,13 +268,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
             String key = r.key() == null ? null : new String(r.key(), StandardCharsets.UTF_8);
             String rid = recordIdOf(r.value());
             Long count = null;
-            if (keyed && key != null) {
-                Map<String, Long> part = state.computeIfAbsent(r.partition(), p -> new HashMap<>());
-                Long before = part.get(key);
-                undo.computeIfAbsent(r.partition(), p -> new HashMap<>()).putIfAbsent(key, before);
-                count = (before == null ? 0 : before) + 1;
-                part.put(key, count);
-            }
+            if (keyed && key != null) count = state.increment(r.partition(), key);
             String out = rid != null ? rid : "?" + r.partition() + "-" + r.offset();
             producer.send(new ProducerRecord<>(output, r.partition(), r.key(), outputValue(out, count)), (md, e) -> {
                 if (e != null && sendError == null) sendError = e;
@@ -325,18 +318,18 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
             return;
         }
         if (recs.isEmpty()) return;
-        Map<Integer, Map<String, Long>> undo = new HashMap<>();
-        if (eos) transact(recs, undo);
-        else atLeastOnce(recs, undo);
+        state.beginBatch();
+        if (eos) transact(recs);
+        else atLeastOnce(recs);
         txnSeq++;
     }
 
-    void transact(ConsumerRecords<byte[], byte[]> recs, Map<Integer, Map<String, Long>> undo) {
+    void transact(ConsumerRecords<byte[], byte[]> recs) {
         Map<TopicPartition, OffsetAndMetadata> offsets = Map.of();
         try {
             producer.beginTransaction();
             begun++;
-            offsets = process(recs, undo);
+            offsets = process(recs);
             producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
             commit();
             committed++;
@@ -345,7 +338,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
             commitLine(offsets, false, errName(e));
             if (e instanceof KafkaException && fatal((KafkaException) e)) throw e;
             if (e instanceof KafkaException && !fencing((KafkaException) e) && !(e instanceof TimeoutException))
-                abort((KafkaException) e, undo);
+                abort((KafkaException) e);
             else
                 rebuild(e, "transaction");
         }
@@ -354,15 +347,15 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
     /** The outputs flushed, then the offsets committed. An output not written: its batch
      *  is read again from the committed offsets, its counts undone (a repeat, never a
      *  gap); a commit refused: the outputs are written, the next commit covers them. */
-    void atLeastOnce(ConsumerRecords<byte[], byte[]> recs, Map<Integer, Map<String, Long>> undo) {
+    void atLeastOnce(ConsumerRecords<byte[], byte[]> recs) {
         sendError = null;
-        Map<TopicPartition, OffsetAndMetadata> offsets = process(recs, undo);
+        Map<TopicPartition, OffsetAndMetadata> offsets = process(recs);
         producer.flush();
         if (sendError != null) {
             commitLine(offsets, false, errName(sendError));
             error(sendError, "an output", false);
             try {
-                rewind(undo);
+                rewind();
             } catch (KafkaException | IllegalStateException e) {
                 rebuild(e, "rewind");
             }
@@ -392,7 +385,7 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
     }
 
     /** An abortable error: abort, the batch's counts undone, back to the committed offsets. */
-    void abort(KafkaException why, Map<Integer, Map<String, Long>> undo) {
+    void abort(KafkaException why) {
         try {
             producer.abortTransaction();
         } catch (KafkaException | IllegalStateException e) {
@@ -402,21 +395,14 @@ public class PipelineProcessor extends PipelineProgram implements ConsumerRebala
         aborted++;
         emit("pipeline-txn-aborted", "txn", Long.toString(txnSeq), "why", q(errName(why) + ": " + why.getMessage()));
         try {
-            rewind(undo);
+            rewind();
         } catch (KafkaException | IllegalStateException e) {
             rebuild(e, "rewind");
         }
     }
 
-    void rewind(Map<Integer, Map<String, Long>> undo) {
-        for (Map.Entry<Integer, Map<String, Long>> p : undo.entrySet()) {
-            Map<String, Long> part = state.get(p.getKey());
-            if (part == null) continue;
-            for (Map.Entry<String, Long> k : p.getValue().entrySet()) {
-                if (k.getValue() == null) part.remove(k.getKey());
-                else part.put(k.getKey(), k.getValue());
-            }
-        }
+    void rewind() {
+        state.rewind();
         assignment++;                      // re-reading from the commit: a generation of its own
         Set<TopicPartition> assigned = consumer.assignment();
         Map<TopicPartition, OffsetAndMetadata> at = consumer.committed(assigned);
