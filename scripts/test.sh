@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs ruff and the import contracts, then every test: unit tests in parallel (pytest-xdist), then the real-cluster
 # tests one at a time (they start Kafka containers; 2 cores fit one cluster).
-# Extra arguments go to both pytest runs (e.g. -k leader). Tests marked `slow` (the stored runs
-# verified on the Connect server and in process: test_stored_runs.py covers those runs in CI)
-# run only when asked: .venv/bin/pytest -m slow tests/unit
+# Extra arguments go to both pytest runs (e.g. -k leader). Tests marked `slow` run only when
+# asked (CI's 90 min: each says what covers its path in CI): .venv/bin/pytest -m slow tests/unit;
+# .venv/bin/pytest -p no:xdist -m "cluster and slow" tests/integration
 set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p build
@@ -19,7 +19,7 @@ fi
 # --durations: the unit run's slowest tests in CI's log, so its growth can be read there
 .venv/bin/pytest -q -n 2 -m "not cluster and not slow" tests/unit --durations=30 --junitxml=build/unit.xml "$@"
 unit=$?
-.venv/bin/pytest -q -p no:xdist -m cluster tests/integration --timeout 1200 --durations=30 \
+.venv/bin/pytest -q -p no:xdist -m "cluster and not slow" tests/integration --timeout 1200 --durations=30 \
   --junitxml=build/integration.xml "$@"
 integration=$?
 .venv/bin/harness gc >/dev/null 2>&1 || true

@@ -78,6 +78,8 @@ def test_default_scenario_passes_end_to_end(tmp_path):
 
 
 # 4.1 runs under load in test_upgrade_check (its cluster starts on 4.1)
+# out of CI (-m slow): 3.9 and 4.x run in the other tests, every line in the matrices
+@pytest.mark.slow
 @pytest.mark.parametrize("line", ["3.8"])
 def test_quick_passes_on_other_release_lines(tmp_path, line):
     """`harness run quick` on a 4.x line other than 4.3 and a 3.x line other than 3.9:
@@ -147,8 +149,10 @@ def _session_survivors(sid: int) -> list[str]:
 
 # CI interrupts five phases (about four minutes); HARNESS_CTRL_C_ALL=1 interrupts every phase
 # (about fifteen; its result is in benchmarks/RESULTS.md).
+# CI: a start, a heal and a judging interrupted (warm-up and drain stop the same workload
+# processes the faults phase does: HARNESS_CTRL_C_ALL=1 runs every phase)
 CTRL_C_PHASES = ALL_PHASES if os.environ.get("HARNESS_CTRL_C_ALL") == "1" else \
-    ["cluster-up", "warm-up", "faults", "drain", "verify"]
+    ["cluster-up", "faults", "verify"]
 
 
 @pytest.mark.parametrize("phase", CTRL_C_PHASES)

@@ -9,8 +9,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from clusters.docker_env import docker_client
 from core.history import read_table
+
+# Out of CI (-m slow, 89 s): SASL_SSL runs there on the external cluster's kept KRaft
+# cluster (test_external_cluster.py), ZooKeeper mode in the ZooKeeper fault tests.
+pytestmark = pytest.mark.slow
 
 SCENARIO = """\
 name: zk-sasl-ssl

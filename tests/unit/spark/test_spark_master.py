@@ -17,7 +17,9 @@ from synthetic import INJECTABLE, SyntheticSpec, generate
 
 from spark_reports.driver_jdk import driver_jdk
 
-pytestmark = pytest.mark.spark
+# 95 s of CI's critical path (the Spark tests run one after another on one server): run
+# when asked (-m slow); CI verifies on the Connect server and on a user's one (test_spark_remote)
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 ROOT = Path(__file__).resolve().parents[3]
 
 
