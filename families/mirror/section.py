@@ -24,8 +24,8 @@ scenario's topics from the run's cluster (the source) to a second cluster (the t
       kill: {at_s: 8, down_s: 5}    # MM2 killed (SIGKILL) at_s after it has created the
                                     # mirrored topics (it copies from then on), started
                                     # again down_s later (default: never)
-      mm2_config:                   # MM2 properties of the user's, set over the harness's
-        scheduled.rebalance.max.delay.ms: 0
+      mm2_config:                   # MM2 properties of the user's, set over the harness's;
+        target.scheduled.rebalance.max.delay.ms: 0   # its Connect worker's: target.<key>
 
 MirrorMaker 2 runs in dedicated mode from the Kafka image of the target's version (the
 usual place: beside the cluster it writes to; its Connect worker's internal topics and,
@@ -97,6 +97,14 @@ class MirrorKill(BaseModel):
     down_s: float = Field(5.0, ge=0)
 
 
+# Settings of the Connect worker a dedicated MM2 runs: it builds that worker's configuration
+# from the target cluster's properties, so one of these without the `target.` prefix is
+# silently not applied (seen: scheduled.rebalance.max.delay.ms, RESULTS issue 38).
+WORKER_KEYS = frozenset({"scheduled.rebalance.max.delay.ms", "rebalance.timeout.ms",
+                         "connect.protocol", "worker.sync.timeout.ms", "worker.unsync.backoff.ms",
+                         "heartbeat.interval.ms", "session.timeout.ms"})
+
+
 def mm2_owned(key: str) -> bool:
     """An MM2 property the harness sets for what the run mirrors, from where to where:
     not the user's to change (mm2_config)."""
@@ -144,6 +152,10 @@ class MirrorSpec(BaseModel):
                 raise SpecError(f"mm2_config.{key}", "is set by the harness: it says which clusters "
                                 "and topics the run mirrors, and where",
                                 "use target: and topics: instead, or remove it")
+            if str(key) in WORKER_KEYS:
+                raise SpecError(f"mm2_config.{key}", "is a setting of MM2's Connect worker, which "
+                                "takes its settings from the target cluster's: without the "
+                                "prefix MM2 does not apply it", f"write target.{key}")
             if isinstance(value, dict | list | tuple) or value is None:
                 raise SpecError(f"mm2_config.{key}", f"{value!r} is not a single value",
                                 "write a number, a word or true/false")

@@ -75,11 +75,11 @@ def test_properties_with_exactly_once_enable_it_on_the_target_with_internal_rest
 
 
 def test_the_users_mm2_config_is_set_over_the_harnesss_and_owned_keys_are_refused():
-    spec = _resolved({"mm2_config": {"scheduled.rebalance.max.delay.ms": 0,
+    spec = _resolved({"mm2_config": {"target.scheduled.rebalance.max.delay.ms": 0,
                                      "emit.checkpoints.interval.seconds": 1,
                                      "target.producer.enable.idempotence": True}})
     p = properties(spec, "s:9092", "t:9092")
-    assert p["scheduled.rebalance.max.delay.ms"] == "0"
+    assert p["target.scheduled.rebalance.max.delay.ms"] == "0"
     assert p["emit.checkpoints.interval.seconds"] == "1"          # over the harness's 5
     assert p["target.producer.enable.idempotence"] == "true"
     for owned in ("source.bootstrap.servers", "clusters", "source->target.topics",
@@ -87,6 +87,11 @@ def test_the_users_mm2_config_is_set_over_the_harnesss_and_owned_keys_are_refuse
         with pytest.raises(SpecError) as e:
             mirror({"mm2_config": {owned: "x"}})
         assert e.value.field == f"mm2_config.{owned}" and "target:" in e.value.fix
+    with pytest.raises(SpecError) as e:         # not applied by MM2 without the prefix
+        mirror({"mm2_config": {"scheduled.rebalance.max.delay.ms": 0}})
+    assert e.value.fix == "write target.scheduled.rebalance.max.delay.ms"
+    assert mirror({"mm2_config": {"target.scheduled.rebalance.max.delay.ms": 0}}).mm2_config == {
+        "target.scheduled.rebalance.max.delay.ms": "0"}
     with pytest.raises(SpecError) as e:
         mirror({"mm2_config": {"tasks.max": [1, 2]}})
     assert e.value.field == "mm2_config.tasks.max"
