@@ -60,6 +60,11 @@ def test_share_groups_of_both_clients_under_a_member_kill_then_a_leader_kill(cha
     assert sorted(c["group_id"] for c in clocks) == ["q-java", "q-librdkafka"], clocks
     assert all(c["victim_had_record"] for c in clocks), clocks
     assert a["share_redelivered"] == sum(g["redelivered"] for g in summary["share_groups"].values())
+    # Mid-batch "most of the time", not always: the rehearsal of 2026-11-28 18:09 killed the
+    # Java member with its 20 records all decided (their acks not yet sent). The kill must
+    # have caught undecided records in one group at least, so that returns were exercised.
+    kills = [r for g in summary["share_groups"].values() for r in g["returns"] if r["how"] == "kill"]
+    assert sum(r["undecided"] for r in kills) > 0, kills
     assert result.status == "passed", summary["verdict"]
     assert not docker_client().containers.list(all=True, filters={
         "label": f"harness.run-id={run_dir.name}"})
@@ -84,7 +89,7 @@ def _check_group(summary: dict, d, acked, group: str) -> None:
     g = summary["share_groups"][group]
     [killed] = [r for r in g["returns"] if r["how"] == "kill"]
     assert (d.consumer == killed["member"]).any(), (group, killed)
-    assert killed["held"] > 0 and killed["undecided"] > 0, (group, killed)
+    assert killed["held"] > 0, (group, killed)
     assert killed["returned"] + killed["never_returned"] == killed["held"]
     assert killed["late"] == 0, (group, killed)
     assert g["drain"]["complete"] is True, (group, g["drain"])
