@@ -408,17 +408,15 @@ class DockerCluster:
             future = self._topic_admin().create_topics([topic], request_timeout=budget)[name]
             try:
                 future.result(timeout=budget + 5)
-            except KafkaException as e:
+            except (KafkaException, TimeoutError) as e:
                 err = e.args[0] if e.args else None
                 # An earlier attempt whose answer we lost went through.
                 if attempts > 1 and isinstance(err, KafkaError) \
                         and err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                     return
-                if isinstance(err, KafkaError) and err.code() == KafkaError._TIMED_OUT:
-                    self._create_admin = None
-                raise
-            except TimeoutError:
-                self._create_admin = None
+                if isinstance(e, TimeoutError) or (isinstance(err, KafkaError)
+                                                   and err.code() == KafkaError._TIMED_OUT):
+                    self._create_admin = None       # a timed-out client: the next attempt's is new
                 raise
 
         admin_retry(f"creating topic {name!r}", create, timeout,

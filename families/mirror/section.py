@@ -145,7 +145,7 @@ class MirrorSpec(BaseModel):
             return {}
         if not isinstance(v, dict):
             raise SpecError("mm2_config", f"{v!r} is not a mapping of MM2 properties",
-                            "write mm2_config: {scheduled.rebalance.max.delay.ms: 0}")
+                            "write mm2_config: {target.scheduled.rebalance.max.delay.ms: 0}")
         out = {}
         for key, value in v.items():
             if mm2_owned(str(key)):

@@ -32,11 +32,10 @@ final class KeyCounts {
         return now;
     }
 
-    /** The batch's changes undone (a partition revoked since is left gone). */
+    /** The batch's changes undone (a partition revoked since is gone from both maps). */
     void rewind() {
         for (Map.Entry<Integer, Map<String, Long>> p : before.entrySet()) {
             Map<String, Long> part = counts.get(p.getKey());
-            if (part == null) continue;
             for (Map.Entry<String, Long> k : p.getValue().entrySet()) {
                 if (k.getValue() == null) part.remove(k.getKey());
                 else part.put(k.getKey(), k.getValue());
