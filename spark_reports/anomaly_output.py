@@ -26,6 +26,7 @@ fault_id, so a kind's counts over all fault_ids add up to its total.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
 
@@ -134,19 +135,28 @@ def _broker_id(leader) -> int | None:
 
 def write_anomalies(spark, frames: dict[str, DataFrame], loc: RunLocation, tl: Timeline,
                     kinds: tuple[Kind, ...] = KINDS, step=lambda name: None,
-                    empty: frozenset[str] = frozenset()) -> AnomalyResult:
+                    empty: frozenset[str] = frozenset(),
+                    beside: Callable[[Callable], Callable] | None = None) -> AnomalyResult:
     """Write each kind's rows (`frames`: kind name -> its rows; `kinds`: the named
     families' kinds), explained, under report/anomalies/<kind>/ and count them from
     what was written. `empty`: the kinds known to have no rows (their key sets were
-    observed empty), written from their schema alone, with no Spark job."""
+    observed empty), written from their schema alone, with no Spark job. `beside`:
+    runs a kind's fetch in a thread of its own and returns its result's getter (the
+    kinds are then fetched side by side; the caller bounds how many at once); None:
+    one after another, here."""
     out = AnomalyResult({}, defaultdict(dict), {}, {}, {})
     explain = Explainer(tl)
+
+    def fetch(kind: str) -> tuple[DataFrame, pa.Table]:
+        df = explain(frames[kind])
+        return df, df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow()
+
+    run = beside or (lambda fn: fn)     # one at a time: each fetched when its turn comes
+    fetched = {k.name: run(lambda kind=k.name: fetch(kind)) for k in kinds if k.name not in empty}
     no_rows = _no_rows(explain, [frames[k.name] for k in kinds if k.name in empty])
     for k in kinds:
         kind = k.name
-        df = explain(frames[kind])
-        rows = (no_rows.pop(0) if kind in empty else
-                df.limit(DRIVER_WRITE_MAX_ROWS + 1).toArrow())
+        df, rows = (None, no_rows.pop(0)) if kind in empty else fetched[kind]()
         if rows.num_rows <= DRIVER_WRITE_MAX_ROWS:
             rows = _write_from_driver(rows, loc, kind)
             head = rows

@@ -20,7 +20,9 @@ The flow, the same for every history:
 
 summary["step_seconds"] times each step; `view.offsets` and `view.groups` overlap
 `view.records` (step 2 builds them beside it), the metrics' (`metrics.*`) overlap
-the anomalies', and `metrics_wait` is how long the anomalies then waited.
+the anomalies', and `metrics_wait` is how long the anomalies then waited. A small
+history's kinds are fetched side by side (KINDS_AT_ONCE): `anomalies.<kind>` is then
+the wait for that kind after the kind before it.
 
 A malformed history (HistoryInvalid) is judged unknown by the caller; a summary and
 index.html are still written then, saying why.
@@ -248,7 +250,8 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
         background.append(metrics)
         frames = anomaly_frames(x, families)
         kinds = tuple(k for f in families for k in f.kinds)
-        result = write_anomalies(spark, frames, loc, tl, kinds, step, frozenset(x.no_rows))
+        result = write_anomalies(spark, frames, loc, tl, kinds, step, frozenset(x.no_rows),
+                                 _kinds_beside(beside, scanned))
         measured = metrics.result()
         step("metrics_wait")
     finally:
@@ -265,6 +268,28 @@ def _reconcile(spark, loc, history, scanned, summary, families, threshold, load_
     for out in measured:            # the run's own counts first, as the report lists them
         summary["counts"].update(out.get("counts", {}))
     return {"anomalies": result.samples, "columns": result.columns}
+
+
+# A small history's anomaly kinds are fetched side by side, a few at a time: each is a
+# few small Spark jobs whose round trips, analysis and planning leave the cores idle
+# (a pipeline run of 23 000 records: 8 kinds with rows, benchmarks/RESULTS.md). A
+# large history's kinds are fetched one at a time, each held only while it is written.
+KINDS_SIDE_BY_SIDE_MAX_ROWS = 1_000_000
+KINDS_AT_ONCE = 4
+
+
+def _kinds_beside(beside, scanned):
+    """write_anomalies' `beside` for this history: None (one at a time) for a large one."""
+    if scanned.counts["sent"] + scanned.counts["consumed"] > KINDS_SIDE_BY_SIDE_MAX_ROWS:
+        return None
+    slots = threading.BoundedSemaphore(KINDS_AT_ONCE)
+
+    def bounded(fn):
+        def in_a_slot():
+            with slots:
+                return fn()
+        return beside(in_a_slot)
+    return bounded
 
 
 def _run_data(spark, loc, history, scanned, event_rows, tl, checked, threshold) -> RunData:

@@ -109,10 +109,11 @@ def test_a_server_killed_mid_verify_fails_it_with_exit_2_and_leaves_nothing(stat
     proc = subprocess.Popen([sys.executable, "-m", "harness.cli", "verify", str(run)], cwd=ROOT,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "PYTHONPATH": str(ROOT)})
+    # in the middle of its Spark work: its first scratch view written (a fixed wait after
+    # its lease was once too short on a loaded machine: the kill came before its session)
     deadline = time.monotonic() + 120
-    while not list((state / "leases").iterdir()) and time.monotonic() < deadline:
+    while not (run / "report" / "_views").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
-    time.sleep(1.5)                                          # in the middle of its Spark work
     assert proc.poll() is None, proc.communicate()
     os.kill(server.jvm_pid, signal.SIGKILL)
     out, err = proc.communicate(timeout=120)
