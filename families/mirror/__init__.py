@@ -40,6 +40,9 @@ def mirror_metrics(events: list[dict]) -> dict:
                 e.get("kind") == "fault" and e.get("name") == "mm2-kill" for e in events),
             "partitions_behind": [p for p in parts if not p.get("caught_up")],
             "checkpoints": (caught or {}).get("checkpoints"),
+            # tasks Connect killed for good (mm2.task_failures); absent in runs stored
+            # before it was recorded
+            "task_failures": (caught or {}).get("task_failures") or [],
             "lag_per_second": lag_series(events),
             "failover": _failover(events)}
 
@@ -81,7 +84,8 @@ def _metrics(data: RunData) -> dict:
                        "max_mirror_lag": max(lags, default=0),
                        # none: no translated offset was judged (translation_skip == 0 holds
                        # then without a checkpoint to hold for): `mirror_checkpoints > 0`
-                       "mirror_checkpoints": m.get("checkpoints") or 0}}
+                       "mirror_checkpoints": m.get("checkpoints") or 0,
+                       "mirror_task_failures": len(m.get("task_failures") or [])}}
 
 
 def _series(summary) -> list[tuple]:
@@ -122,7 +126,20 @@ def _words(summary: dict) -> list[str]:
                    "judged (translation_skip and translation_rewind had nothing to count).")
     return [f"MirrorMaker 2 {m['target_version']} ({mode}) from Kafka {m['source_version']} "
             f"to {m['target_version']}: {topics}; {wait}.{lag}{checkpoints}",
-            *failover_words(m.get("failover"))]
+            *task_failure_words(m.get("task_failures")), *failover_words(m.get("failover"))]
+
+
+def task_failure_words(failures: list[dict] | None) -> list[str]:
+    """The tasks Connect killed for good: a dedicated MM2 never starts them again, so
+    what they did (copying, checkpoints) stops until MM2 itself is restarted."""
+    if not failures:
+        return []
+    each = "; ".join(f"{f.get('task')} at {f.get('at')}: {f.get('error') or 'no exception logged'}"
+                     for f in failures)
+    return [f"{len(failures)} MirrorMaker 2 task(s) failed and were never restarted (Connect "
+            f"does not restart a failed task, and a dedicated MM2 has no REST API to ask it "
+            f"to; restart MM2): {each}. An exactly-once task that cannot read its config "
+            f"topic within worker.sync.timeout.ms (3 s by default) as it starts fails so."]
 
 
 FAMILY = Family(
@@ -130,7 +147,8 @@ FAMILY = Family(
     kinds=KINDS,
     named_by=lambda workload: getattr(workload, "mirror", None) is not None,
     facts=facts, fact_docs=FACT_DOCS, start=_start, words=_words, metrics=_metrics,
-    counts=("mirror_partitions_behind", "mirror_catch_up_s", "max_mirror_lag", "mirror_checkpoints"),
+    counts=("mirror_partitions_behind", "mirror_catch_up_s", "max_mirror_lag", "mirror_checkpoints",
+            "mirror_task_failures"),
     # a run whose groups MM2 never checkpointed judged no translated offset; one whose MM2
     # had not caught up judged no record of the partitions behind (seen: a 40 s cut from
     # the target stalled a one-worker MM2 for Connect's 5 min rebalance delay, and the

@@ -36,7 +36,7 @@ from families.mirror.jars import mirror_jars
 from families.mirror.kill import MirrorMakerKill
 from families.mirror.lag import LagSampler
 from families.mirror.link import LinkProxy
-from families.mirror.mm2 import MirrorMaker, offsets_topic, properties
+from families.mirror.mm2 import MirrorMaker, offsets_topic, properties, task_failures
 from families.mirror.section import CAUGHT_UP_EVENT, CONFIG_EVENT, FAILOVER_EVENT, TARGET, target_topic
 from faults.sidecar import MIRROR_MAKER
 from workloads.drain import drain as drain_topics
@@ -155,10 +155,11 @@ class MirrorWorkloads:
         if spec.failover and self.groups:
             self._failover()        # first: it waits for MM2 to checkpoint the last commits
         checkpoints = self._record_checkpoints()
+        failed = self._task_failures()
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,
                         mm2_killed=self.kill is not None and self.kill.killed,
-                        checkpoints=checkpoints)
+                        checkpoints=checkpoints, task_failures=failed[:20])
         if not caught_up:
             log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
                         wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
@@ -177,6 +178,16 @@ class MirrorWorkloads:
         return {TARGET: {"complete": result.complete and caught_up, "caught_up": caught_up,
                          "waited_s": wait.waited_s, "records": result.records,
                          **({"incomplete": incomplete[:10]} if incomplete else {})}}
+
+    def _task_failures(self) -> list[dict]:
+        """The tasks Connect gave up on (mm2.task_failures): the report names them beside
+        what they left undone. A log that cannot be read says nothing (the run's log copy
+        still has it)."""
+        try:
+            return task_failures(self.mm2.logs()) if self.mm2 is not None else []
+        except Exception as e:  # noqa: BLE001 - a drain goes on without these words
+            log.warning("mirror drain: MirrorMaker 2's log could not be read: %s", e)
+            return []
 
     def _failover(self) -> None:
         """The groups fail over to the target (failover.py); the event says how."""

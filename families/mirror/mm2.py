@@ -173,3 +173,33 @@ class MirrorMaker:
 
     def remove(self) -> None:
         remove_container(self.container, self.name)
+
+
+# Connect's words for a task it has given up on (WorkerTask): it never starts that task
+# again by itself, and a dedicated MM2 has no REST API to ask it to (seen: an exactly-once
+# checkpoint task whose zombie-fencing read timed out while the target was paused,
+# benchmarks/evidence/mm2-eos-checkpoint-task-killed-by-target-pause/)
+TASK_FAILED = re.compile(r"\[(?P<at>[^\]]+)\] ERROR \w+\{id=(?P<task>[^}]+)\} Task threw an "
+                         r"uncaught and unrecoverable exception")
+
+
+def task_failures(log_text: str) -> list[dict]:
+    """The tasks MM2's log says Connect killed for good: which, when (the log's own
+    time), and why (the exception's first line, and its last `Caused by:` if any)."""
+    out = []
+    lines = log_text.splitlines()
+    for i, line in enumerate(lines):
+        m = TASK_FAILED.match(line)
+        if m is None:
+            continue
+        trace = []
+        for follow in lines[i + 1:i + 200]:
+            if follow.startswith("["):           # the next log line: the trace has ended
+                break
+            trace.append(follow.strip())
+        causes = [t for t in trace if t.startswith("Caused by:")]
+        why = next((t for t in trace if t and not t.startswith("at ")), "")
+        if causes and causes[-1] != why:
+            why = f"{why} ({causes[-1]})" if why else causes[-1]
+        out.append({"task": m["task"], "at": m["at"], "error": why[:500]})
+    return out

@@ -292,3 +292,50 @@ def test_a_translation_row_in_words_names_a_checkpoint_or_a_failover():
     assert said.startswith("group g0 failing over at +12.3 s resumed on the target at "
                            "source.orders-2:10\u2009412"), said
     assert "1 record it had consumed before that commit would be read again" in said
+
+
+# MM2's log around a task Connect killed for good, as MM2 4.3.1 wrote it
+# (benchmarks/evidence/mm2-eos-checkpoint-task-killed-by-target-pause/run/logs/mm2.log)
+KILLED_TASK_LOG = """\
+[2026-11-28 20:44:09,653] WARN [Worker clientId=source->target, groupId=source-mm2] Didn't reach end of config log quickly enough (org.apache.kafka.connect.runtime.distributed.DistributedHerder)
+java.util.concurrent.TimeoutException
+\tat org.apache.kafka.connect.util.ConvertingFutureCallback.get(ConvertingFutureCallback.java:124)
+[2026-11-28 20:44:09,657] ERROR ExactlyOnceWorkerSourceTask{id=MirrorCheckpointConnector-0} Task threw an uncaught and unrecoverable exception. Task is being killed and will not recover until manually restarted (org.apache.kafka.connect.runtime.WorkerTask)
+org.apache.kafka.connect.errors.ConnectException: Failed to read to end of config topic before performing zombie fencing
+\tat org.apache.kafka.connect.runtime.distributed.DistributedHerder.doFenceZombieSourceTasks(DistributedHerder.java:1356)
+Caused by: java.util.concurrent.TimeoutException
+\t... 12 more
+[2026-11-28 20:44:09,667] INFO refreshing consumer groups took 30 ms (org.apache.kafka.connect.mirror.Scheduler)
+[2026-11-28 20:44:19,001] ERROR WorkerSourceTask{id=MirrorSourceConnector-0} Task threw an uncaught and unrecoverable exception. Task is being killed and will not recover until manually restarted (org.apache.kafka.connect.runtime.WorkerTask)
+"""
+
+
+def test_a_task_connect_killed_for_good_is_read_from_mm2s_log_and_named_in_the_report():
+    import json as _json
+
+    from families.mirror import FAMILY, _words, mirror_metrics
+    from families.mirror.mm2 import task_failures
+    failed = task_failures(KILLED_TASK_LOG)
+    assert failed == [
+        {"task": "MirrorCheckpointConnector-0", "at": "2026-11-28 20:44:09,657",
+         "error": "org.apache.kafka.connect.errors.ConnectException: Failed to read to end of "
+                  "config topic before performing zombie fencing "
+                  "(Caused by: java.util.concurrent.TimeoutException)"},
+        {"task": "MirrorSourceConnector-0", "at": "2026-11-28 20:44:19,001", "error": ""}]
+    assert task_failures(KILLED_TASK_LOG.split("[2026-11-28 20:44:09,657]")[0]) == []  # a WARN is not one
+    config = {"kind": "client", "name": "mirror-config", "ts_us": 0, "detail": _json.dumps(
+        {"source_version": "3.9.2", "target_version": "4.3.1", "exactly_once": True,
+         "target_topics": {"orders": "source.orders"}})}
+    caught = {"kind": "client", "name": "mirror-caught-up", "ts_us": 1, "detail": _json.dumps(
+        {"caught_up": True, "waited_s": 0.8, "partitions": [], "checkpoints": 0,
+         "task_failures": failed[:1]})}
+    lines = _words({"mirror": mirror_metrics([config, caught])})
+    assert lines[1].startswith("1 MirrorMaker 2 task(s) failed and were never restarted"), lines
+    assert "MirrorCheckpointConnector-0 at 2026-11-28 20:44:09,657: " in lines[1]
+    assert "zombie fencing" in lines[1] and "restart MM2" in lines[1]
+    assert FAMILY.metrics(_RunEvents([config, caught]))["counts"]["mirror_task_failures"] == 1
+    # a run stored before the failures were recorded: none, and no words for them
+    old = {**caught, "detail": _json.dumps({"caught_up": True, "waited_s": 0.8, "partitions": [],
+                                            "checkpoints": 3})}
+    assert len(_words({"mirror": mirror_metrics([config, old])})) == 1
+    assert FAMILY.metrics(_RunEvents([config, old]))["counts"]["mirror_task_failures"] == 0
