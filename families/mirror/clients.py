@@ -159,7 +159,7 @@ class MirrorWorkloads:
         ctx.events.emit("client", CAUGHT_UP_EVENT, "mm2", caught_up=caught_up,
                         waited_s=wait.waited_s, partitions=wait.partitions,
                         mm2_killed=self.kill is not None and self.kill.killed,
-                        checkpoints=checkpoints, task_failures=failed[:20])
+                        checkpoints=checkpoints, task_failures=failed)
         if not caught_up:
             log.warning("mirror drain: MirrorMaker 2 had not caught up after %.0f s: %s",
                         wait.waited_s, [r for r in wait.partitions if not r["caught_up"]][:4])
