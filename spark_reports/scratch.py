@@ -13,6 +13,7 @@ from pyspark.sql import DataFrame, Observation
 from pyspark.sql import types as T
 
 from spark_reports.storage import RunLocation
+from spark_reports.tables import read_parquet
 
 
 class Scratch:
@@ -39,7 +40,7 @@ class Scratch:
         # read back with the schema it was written with (as a file source reads it,
         # nullable), so no footer is read to infer it
         schema = T.StructType([T.StructField(f.name, f.dataType, True) for f in df.schema])
-        return self.spark.read.schema(schema).parquet(path), (dict(obs.get) if obs else {})
+        return read_parquet(self.spark, schema, path), (dict(obs.get) if obs else {})
 
     def remove(self, within_s: float = 30.0) -> None:
         """Remove the views. After an interrupt, a cancelled write's tasks can still be

@@ -41,10 +41,11 @@ CONNECT_SESSION_CONF = {
     "spark.sql.adaptive.enabled": "true",
     "spark.sql.shuffle.partitions": str(DEFAULT_SHUFFLE_PARTITIONS),
     "spark.sql.parquet.outputTimestampType": "TIMESTAMP_MICROS",
-    # a session is reused (connect_server.SessionSlot): its plan cache would hand this
-    # verify the file listing of a scratch view the verify before it wrote (here as
-    # well as in the server's SERVER_CONF, for a server an older harness started)
-    "spark.connect.session.planCache.enabled": "false",
+    # Spark Connect's own default, which an older harness's server turned off: each
+    # analysed plan is kept, so a kind's frame, analysed once, is not planned again
+    # when the explanation is built on it and fetched. Safe across the verifies that
+    # reuse a session: every read carries its process's mark (tables.READ_MARK).
+    "spark.connect.session.planCache.enabled": "true",
 }
 
 

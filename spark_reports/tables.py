@@ -2,6 +2,8 @@
 a small one onto the driver."""
 from __future__ import annotations
 
+import uuid
+
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql import functions as F
@@ -10,6 +12,19 @@ from pyspark.sql import types as T
 from core.history import SCHEMAS
 from spark_reports.storage import RunLocation
 from spark_reports.validate import HistoryFiles
+
+# Spark Connect's plan cache (on: spark_reports.session) keeps a session's analyzed
+# plans by their proto, whose plan ids start again in every client process, and a
+# session is reused by the next verify (connect_server.SessionSlot). Every read of
+# this process carries its mark, so a later verify's read of the same path (a run
+# verified again, its scratch views rewritten) is another plan: a cached file listing
+# is never handed to another process.
+READ_MARK = uuid.uuid4().hex
+
+
+def read_parquet(spark, schema, path: str):
+    """The Parquet files under path, read with schema (no footer read to infer it)."""
+    return spark.read.schema(schema).option("harness.read", READ_MARK).parquet(path)
 
 
 def spark_schema(table: str):
@@ -37,7 +52,7 @@ def read_tables(spark, loc: RunLocation, history: HistoryFiles) -> dict:
         if tf.files:
             # Reading the directory (not the file list) keeps the plan small for
             # thousands of part files; Spark skips '.'/'_' names like list_parquet does.
-            frames[table] = spark.read.schema(schema).parquet(loc.spark_path("history", table))
+            frames[table] = read_parquet(spark, schema, loc.spark_path("history", table))
         else:
             frames[table] = spark.createDataFrame([], schema)
     consumed = frames["consumed"]
