@@ -1,5 +1,7 @@
 """Without a JDK 25 the driver runs on the machine's JDK 17, with its class archive
-if setup wrote one (spark_reports/driver_jdk.py): the same verify."""
+if setup wrote one (spark_reports/driver_jdk.py): the same verify. Slow (two fresh
+driver JVMs, 80 s in CI's unit run): CI's test_server_matches_local verifies the same
+kind of history with its fallback driver on JDK 17 against the server's JDK 25."""
 from __future__ import annotations
 
 import json
@@ -24,6 +26,7 @@ def _jdk17() -> str | None:
     return None
 
 
+@pytest.mark.slow
 def test_a_jdk_17_driver_verifies_like_a_jdk_25_one(tmp_path):
     jdk17 = _jdk17()
     if jdk17 is None or not candidates():
