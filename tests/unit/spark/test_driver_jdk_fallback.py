@@ -19,7 +19,8 @@ pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]
 
 
-def _jdk17() -> str | None:
+def jdk17_home() -> str | None:
+    """The machine's JDK 17 (test_server_matches_local's fallback driver uses it too)."""
     for home in ("/usr/lib/jvm/java-17-openjdk-amd64", os.environ.get("JAVA_HOME") or ""):
         if home and (release_version(home) or (0,))[0] == 17:
             return home
@@ -28,7 +29,7 @@ def _jdk17() -> str | None:
 
 @pytest.mark.slow
 def test_a_jdk_17_driver_verifies_like_a_jdk_25_one(tmp_path):
-    jdk17 = _jdk17()
+    jdk17 = jdk17_home()
     if jdk17 is None or not candidates():
         pytest.skip("needs both a JDK 17 and a JDK 25")
     spec = SyntheticSpec(records=3000, producers=2, partitions=2, faults=1,

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import pytest
 from synthetic import INJECTABLE, SyntheticSpec, generate
+from test_driver_jdk_fallback import jdk17_home
 
-from spark_reports.driver_jdk import candidates, release_version
+from spark_reports.driver_jdk import candidates
 
 pytestmark = pytest.mark.spark
 ROOT = Path(__file__).resolve().parents[3]
@@ -53,19 +54,12 @@ def _both_ways(tmp_path: Path, source: Path, local_env: dict | None = None
     return server_summary, local_summary
 
 
-def _jdk17() -> str | None:
-    for home in ("/usr/lib/jvm/java-17-openjdk-amd64", os.environ.get("JAVA_HOME") or ""):
-        if home and (release_version(home) or (0,))[0] == 17:
-            return home
-    return None
-
-
 def test_every_anomaly_kind_gives_the_same_summary_on_the_server(tmp_path):
     truth = generate(tmp_path / "history", SyntheticSpec(
         records=3000, producers=3, partitions=4, rate_per_s=1000,
         inject={k: 2 + i % 3 for i, k in enumerate(INJECTABLE)}, seed=3))
     # the fallback's driver on JDK 17 when the server's is a JDK 25 (driver_jdk)
-    jdk17 = _jdk17() if candidates() else None
+    jdk17 = jdk17_home() if candidates() else None
     server, local = _both_ways(tmp_path, tmp_path / "history",
                                {"HARNESS_SPARK_JAVA_HOME": jdk17} if jdk17 else None)
     assert server["anomalies"] == truth["anomalies"]
